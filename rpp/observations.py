@@ -1,0 +1,118 @@
+"""Observations: the facts one loop gathered, as plain immutable data.
+
+This is the boundary between observe and decide. Adapters (the RunPod client, the
+prober, the Prometheus client, the Kubernetes adapter) produce these records; decide
+code and the member machines consume them and never see an HTTP response, a client
+object or the clock. Nothing in here is secret except `RunPodPod.env`, which exists so
+an in-place update can send the pod's complete env back; its `repr` hides the values
+so a logged observation never leaks it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class PodStatus(StrEnum):
+    """RunPod's desiredStatus/status values for a pod (REST v2 `PodStatus`)."""
+
+    PROVISIONING = "PROVISIONING"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    EXITED = "EXITED"
+    ERROR = "ERROR"
+    TERMINATED = "TERMINATED"
+
+
+@dataclass(frozen=True)
+class RunPodPod:
+    """One pod as RunPod lists it (`GET /v2/pods`), reduced to what the pool uses."""
+
+    id: str
+    name: str
+    status: PodStatus
+    image: str
+    gpu_type: str | None
+    gpu_count: int
+    cloud: str | None
+    datacenter: str | None
+    cost_per_hr: float
+    created_at: dt.datetime | None
+    template_id: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True)
+class HostNotice:
+    """RunPod's note or maintenance window on the machine that runs a pod (GraphQL)."""
+
+    note: str | None = None
+    maintenance_start: dt.datetime | None = None
+    maintenance_end: dt.datetime | None = None
+    maintenance_note: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Any non-empty note or any maintenance window counts as a notice."""
+        return bool(
+            (self.note and self.note.strip())
+            or (self.maintenance_note and self.maintenance_note.strip())
+            or self.maintenance_start
+            or self.maintenance_end
+        )
+
+    def describe(self) -> str:
+        parts = []
+        if self.note and self.note.strip():
+            parts.append(f"machine note: {self.note.strip()}")
+        if self.maintenance_start or self.maintenance_end or self.maintenance_note:
+            window = f"maintenance {self.maintenance_start or '?'} to {self.maintenance_end or '?'}"
+            if self.maintenance_note:
+                window += f" ({self.maintenance_note.strip()})"
+            parts.append(window)
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe of one pod through its proxy URL: the health path, then the metrics path.
+
+    `passed` is the verdict the warm-up streak and the Unreachable rule use: the health
+    path answered 200 and the metrics path answered 200 (and carried the required
+    metric, when the pool names one). `error` is a short human text and never contains
+    the metrics token. Latencies are seconds; None when that request did not complete.
+    """
+
+    passed: bool
+    health_ok: bool
+    metrics_ok: bool
+    health_latency_s: float | None
+    metrics_latency_s: float | None
+    error: str | None = None
+    process_start: float | None = None  # epoch seconds, read from the pod's own metrics
+
+
+@dataclass(frozen=True)
+class PodMetrics:
+    """Per-pod values from Prometheus for this loop; None means no data for that pod."""
+
+    latency_s: float | None = None
+    error_ratio: float | None = None
+
+
+@dataclass(frozen=True)
+class PrometheusReading:
+    """The pool's Prometheus queries for one loop.
+
+    `available` is False when a query could not be answered at all (no PROMETHEUS_URL,
+    Prometheus unreachable, a query error); `problems` says why, one line per query, so
+    the pool can raise a condition naming the rule that is off this loop.
+    """
+
+    available: bool
+    per_pod: Mapping[str, PodMetrics] = field(default_factory=dict)
+    autoscaling_value: float | None = None
+    problems: tuple[str, ...] = ()
