@@ -69,7 +69,8 @@ class HostNotice:
         if self.note and self.note.strip():
             parts.append(f"machine note: {self.note.strip()}")
         if self.maintenance_start or self.maintenance_end or self.maintenance_note:
-            window = f"maintenance {self.maintenance_start or '?'} to {self.maintenance_end or '?'}"
+            start, end = self.maintenance_start or "?", self.maintenance_end or "?"
+            window = f"maintenance {start} to {end}"
             if self.maintenance_note:
                 window += f" ({self.maintenance_note.strip()})"
             parts.append(window)

@@ -1,0 +1,1 @@
+"""One module per `rpp` subcommand; see rpp/cli.py."""

@@ -1,0 +1,171 @@
+"""The CRD is generated from the spec model, committed, and enforces what a schema can.
+
+The schema is checked the way the API server would: structural defaults applied first,
+then the OpenAPI schema (with a JSON-schema validator), then the CEL rules (with a CEL
+interpreter), on examples/pool.yaml and on each invalid case a schema can express.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import celpy
+import jsonschema
+import pytest
+import yaml
+
+from rpp.cli import main
+from rpp.crd import build_crd, render_crd
+
+ROOT = Path(__file__).parents[1]
+
+
+def spec_schema() -> dict[str, Any]:
+    version = build_crd()["spec"]["versions"][0]
+    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
+def as_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI v3.0 -> JSON Schema draft 4, with unknown fields rejected (kubectl's strict
+    field validation rejects them; the API server would prune them)."""
+    out = {k: v for k, v in schema.items() if not k.startswith("x-kubernetes")}
+    if out.pop("nullable", False):
+        out["type"] = [out["type"], "null"]
+    if "properties" in out:
+        out["properties"] = {k: as_json_schema(v) for k, v in out["properties"].items()}
+        out["additionalProperties"] = False
+    if "items" in out:
+        out["items"] = as_json_schema(out["items"])
+    return out
+
+
+def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
+    """Structural defaulting as the API server does it, before validation."""
+    if isinstance(value, dict) and "properties" in schema:
+        for key, sub in schema["properties"].items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                value[key] = apply_defaults(sub, value[key])
+    return value
+
+
+def cel_failures(schema: dict[str, Any], value: Any) -> list[str]:
+    env = celpy.Environment()
+    failures: list[str] = []
+    for rule in schema.get("x-kubernetes-validations", []):
+        program = env.program(env.compile(rule["rule"]))
+        if not program.evaluate({"self": celpy.json_to_cel(value)}):
+            failures.append(rule["message"])
+    for key, sub in schema.get("properties", {}).items():
+        if isinstance(value, dict) and key in value:
+            failures += cel_failures(sub, value[key])
+    return failures
+
+
+def admit(spec: dict[str, Any]) -> list[str]:
+    """What the API server would say about this spec: schema errors, then CEL messages."""
+    schema = spec_schema()
+    value = apply_defaults(schema, copy.deepcopy(spec))
+    validator = jsonschema.Draft4Validator(as_json_schema(schema))
+    errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(value)]
+    return errors or cel_failures(schema, value)
+
+
+def example_spec() -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "examples" / "pool.yaml").read_text())["spec"]
+
+
+def test_committed_crd_is_the_generated_one(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crd"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == render_crd()
+    assert (ROOT / "deploy" / "crd.yaml").read_text() == printed, "run: rpp crd > deploy/crd.yaml"
+
+
+def test_crd_names_group_short_name_status_and_printer_columns() -> None:
+    crd = build_crd()
+    assert crd["metadata"]["name"] == "runpodpools.runpodpool.ownego.com"
+    assert crd["spec"]["names"]["shortNames"] == ["rpp"]
+    version = crd["spec"]["versions"][0]
+    assert version["subresources"] == {"status": {}}
+    columns = [c["name"] for c in version["additionalPrinterColumns"]]
+    assert columns == ["Mode", "Ready", "Desired", "Cost/h", "Planned", "Age"]
+
+
+def test_group_can_be_overridden() -> None:
+    crd = build_crd("pools.example.com")
+    assert crd["metadata"]["name"] == "runpodpools.pools.example.com"
+    assert crd["spec"]["group"] == "pools.example.com"
+
+
+def test_schema_carries_types_defaults_enums_minimums_and_descriptions() -> None:
+    props = spec_schema()["properties"]
+    assert props["dryRun"] == {
+        "type": "boolean",
+        "default": True,
+        "description": props["dryRun"]["description"],
+    }
+    assert props["cloud"]["enum"] == ["SECURE", "COMMUNITY"]
+    assert props["limits"]["properties"]["maxCreatesPerHour"]["minimum"] == 0
+    assert props["drain"]["properties"]["period"]["default"] == "150s"
+    assert "rpp-<pool>-" in props["namePrefix"]["description"]
+    assert "default" not in props["namePrefix"]
+    missing = [k for k, v in props.items() if not v.get("description")]
+    assert missing == []
+
+
+def test_example_pool_is_admitted() -> None:
+    assert admit(example_spec()) == []
+
+
+def test_empty_spec_is_admitted_and_defaulted_like_the_model() -> None:
+    schema = spec_schema()
+    value = apply_defaults(schema, {})
+    assert value["dryRun"] is True
+    assert value["replicas"] == {"min": 1}
+    assert value["health"]["replaceWhen"]["errorRate"] == {"threshold": 0.05, "duration": "5m"}
+    assert admit({}) == []
+
+
+SCHEMA_REJECTS = {
+    "unknown field": ({"replica": {"min": 1}}, "replica"),
+    "wrong type": ({"replicas": {"min": "two"}}, "'two' is not of type 'integer'"),
+    "bad duration": ({"drain": {"period": "2 minutes"}}, "does not match"),
+    "cloud": ({"cloud": "PRIVATE"}, "'PRIVATE' is not one of"),
+    "negative caps": ({"limits": {"maxPods": -1}}, "less than the minimum"),
+    "target zero": (
+        {"autoscaling": {"enabled": True, "query": "q", "target": 0}},
+        "less than or equal to the minimum",
+    ),
+    "empty gpu types": ({"gpuTypes": []}, "should be non-empty"),
+    "adopt not a pod id": ({"adopt": ["Not A Pod"]}, "does not match"),
+    "min above max": ({"replicas": {"min": 3, "max": 2}}, "replicas.min must not be greater"),
+    "slot ports": ({"replicas": {"min": 4}, "limits": {"maxPods": 8}}, "nginx.slotPorts must"),
+    "allowed and denied": (
+        {"datacenters": {"allow": ["EU-RO-1"], "deny": ["EU-RO-1"]}},
+        "both in datacenters.allow and datacenters.deny",
+    ),
+    "manage without allow": (
+        {"templateId": "t", "dryRun": False},
+        "datacenters.allow is required",
+    ),
+    "autoscaling without query": (
+        {"autoscaling": {"enabled": True}},
+        "autoscaling.query is required",
+    ),
+    "token key without secret": ({"metricsTokenKey": "T"}, "metricsTokenKey needs envFromSecret"),
+    "max pods below min": (
+        {"replicas": {"min": 2}, "limits": {"maxPods": 1}},
+        "limits.maxPods must not be below",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SCHEMA_REJECTS), ids=list(SCHEMA_REJECTS))
+def test_schema_rejects_each_invalid_case_it_can_express(case: str) -> None:
+    spec, expected = SCHEMA_REJECTS[case]
+    problems = admit(spec)
+    assert any(expected in p for p in problems), problems

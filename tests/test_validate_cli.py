@@ -1,0 +1,93 @@
+"""`rpp validate`: summary lines, every problem as FILE: path: message, exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rpp.cli import main
+
+ROOT = Path(__file__).parents[1]
+EXAMPLE = ROOT / "examples" / "pool.yaml"
+
+
+def test_valid_file_prints_one_summary_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [
+        f"{EXAMPLE}: inference: DryRun, min 2, max 3, "
+        "GPU types NVIDIA GeForce RTX 4090, NVIDIA RTX A6000"
+    ]
+
+
+def test_show_defaults_prints_the_resolved_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pool = tmp_path / "p.yaml"
+    pool.write_text(
+        "apiVersion: runpodpool.ownego.com/v1alpha1\nkind: RunPodPool\n"
+        "metadata: {name: web}\nspec: {replicas: {min: 2}}\n"
+    )
+    assert main(["validate", "--show-defaults", str(pool)]) == 0
+    out = capsys.readouterr().out
+    resolved = yaml.safe_load(out.split("\n", 1)[1])
+    assert resolved["spec"]["namePrefix"] == "rpp-web-"
+    assert resolved["spec"]["limits"]["maxPods"] == 4
+    assert resolved["spec"]["drain"]["period"] == "150s"
+    assert resolved["spec"]["health"]["replaceWhen"]["slowScrape"]["threshold"] == "2s"
+
+
+def test_invalid_file_lists_every_problem_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    obj = yaml.safe_load(EXAMPLE.read_text())
+    obj["spec"]["cloud"] = "CHEAP"
+    obj["spec"]["replicas"] = {"min": 5, "max": 4}
+    bad.write_text(yaml.safe_dump(obj))
+    assert main(["validate", str(bad)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert f"{bad}: spec.cloud: 'CHEAP' is not valid; use SECURE or COMMUNITY" in err
+    assert any(line.startswith(f"{bad}: spec.replicas: min (5) is greater") for line in err)
+    assert any(line.startswith(f"{bad}: spec.nginx.slotPorts:") for line in err)
+
+
+def test_yaml_syntax_error_exits_2_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("apiVersion: x\nspec:\n  replicas: [1,\n  other: 2\n")
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}: line ")
+    assert "YAML syntax error" in err
+
+
+def test_unreadable_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "cannot read: No such file or directory" in capsys.readouterr().err
+
+
+def test_worst_exit_code_wins_across_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(EXAMPLE), str(tmp_path / "nope.yaml")]) == 2
+    assert "inference: DryRun" in capsys.readouterr().out
+
+
+def test_no_traceback_for_a_document_that_is_not_a_mapping(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.yaml"
+    odd.write_text("- just\n- a list\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "rpp", "validate", str(odd)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "expected a RunPodPool object" in result.stderr
