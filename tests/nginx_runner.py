@@ -1,0 +1,94 @@
+"""Run the real nginx (Debian's nginx-light) on 127.0.0.1 for the slots tests.
+
+The static config comes from examples/nginx.yaml verbatim except what a test machine
+must change: the include directory, the pid and temp paths, the public port, and the
+resolver (the cluster's DNS name does not exist here).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).parents[1]
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def static_config(workdir: Path, *, public_port: int) -> str:
+    docs = list(yaml.safe_load_all((ROOT / "examples" / "nginx.yaml").read_text()))
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
+    text: str = config_map["data"]["nginx.conf"]
+    replacements = {  # in this order: the work dir itself lies under /tmp
+        "/tmp/": f"{workdir}/",
+        "/etc/nginx/slots/": f"{workdir}/slots/",
+        "listen 80;": f"listen 127.0.0.1:{public_port};",
+        "resolver kube-dns.kube-system.svc.cluster.local": "resolver 127.0.0.1",
+    }
+    for old, new in replacements.items():
+        assert old in text, f"examples/nginx.yaml no longer contains {old!r}"
+        text = text.replace(old, new)
+    return text
+
+
+def write_config(workdir: Path, slots: dict[str, str], *, public_port: int) -> Path:
+    (workdir / "slots").mkdir(parents=True, exist_ok=True)
+    for name, content in slots.items():
+        (workdir / "slots" / name).write_text(content)
+    conf = workdir / "nginx.conf"
+    conf.write_text(static_config(workdir, public_port=public_port))
+    return conf
+
+
+def nginx_test(conf: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [NGINX, "-t", "-q", "-e", "stderr", "-p", str(conf.parent), "-c", str(conf)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+
+
+class RunningNginx:
+    def __init__(self, conf: Path, *, public_port: int) -> None:
+        self.conf = conf
+        self.public_port = public_port
+        self.proc = subprocess.Popen(
+            [NGINX, "-e", "stderr", "-p", str(conf.parent), "-c", str(conf), "-g", "daemon off;"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read() if self.proc.stderr else ""
+                raise RuntimeError(f"nginx exited: {err}")
+            try:
+                socket.create_connection(("127.0.0.1", public_port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("nginx did not start listening within 10 s")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -1,0 +1,190 @@
+"""The slots ConfigMap: deterministic rendering, accepted by the real nginx, and real
+traffic through the slots to pods addressed by RunPod's proxy Host header."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from rpp.nginx_slots import (
+    SlotsFormatError,
+    SlotTarget,
+    proxy_host,
+    render_slots,
+    upstream_name,
+    wired_pods,
+)
+from rpp.spec import RunPodPoolSpec
+from rpp.spec_load import load_spec
+from tests.nginx_runner import RunningNginx, free_port, nginx_test, write_config
+
+ROOT = Path(__file__).parents[1]
+
+
+def pool_spec(**nginx: object) -> RunPodPoolSpec:
+    spec, problems = load_spec("inference", {"replicas": {"min": 2, "max": 3}, "nginx": nginx})
+    assert problems == []
+    assert spec is not None
+    return spec
+
+
+SPEC = pool_spec()
+ASSIGNMENTS = {
+    "nothing wired": {},
+    "one wired": {8082: SlotTarget("abcdefgh123456", "EU-RO-1")},
+    "all wired": {
+        8081: SlotTarget("aaaaaaaa111111", "EU-RO-1"),
+        8082: SlotTarget("bbbbbbbb222222", "EU-SE-1"),
+        8083: SlotTarget("cccccccc333333", None),
+        8084: SlotTarget("dddddddd444444", "EU-CZ-1"),
+    },
+}
+
+
+def test_rendering_is_deterministic_and_changes_only_with_the_slots() -> None:
+    one = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS["one wired"])
+    again = render_slots(pool="inference", spec=SPEC, slots=dict(ASSIGNMENTS["one wired"]))
+    other = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS["all wired"])
+    assert one == again
+    assert one["servers.conf"] != other["servers.conf"]
+    assert one["proxy.conf"] == other["proxy.conf"]
+
+
+def test_a_wired_slot_proxies_to_its_pod_with_host_sni_and_no_session_reuse() -> None:
+    data = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS["one wired"])
+    host = proxy_host("abcdefgh123456", 80)
+    assert host == "abcdefgh123456-80.proxy.runpod.net"
+    assert f'set $rpp_target "https://{host}";' in data["servers.conf"]
+    assert f"proxy_set_header Host {host};" in data["servers.conf"]
+    assert f"proxy_ssl_name {host};" in data["servers.conf"]
+    assert "proxy_ssl_server_name on;" in data["proxy.conf"]
+    assert "proxy_ssl_session_reuse off;" in data["proxy.conf"]
+    assert "proxy_read_timeout 2m;" in data["proxy.conf"]
+    assert "server 127.0.0.1:8082 max_fails=0;" in data["upstream.conf"]
+    assert "8081" not in data["upstream.conf"]
+    assert "least_conn;" in data["upstream.conf"]
+    assert wired_pods(data) == {8082: "abcdefgh123456"}
+
+
+def test_unwired_slots_answer_503_and_an_empty_pool_still_has_an_upstream() -> None:
+    data = render_slots(pool="inference", spec=SPEC, slots={})
+    assert data["servers.conf"].count("return 503;") == 4
+    assert f"upstream {upstream_name('inference')}" in data["upstream.conf"]
+    assert "server 127.0.0.1:8081" in data["upstream.conf"]
+    assert wired_pods(data) == {}
+
+
+def test_a_slot_outside_the_slot_ports_is_refused() -> None:
+    with pytest.raises(ValueError, match="outside the pool's slot ports 8081-8084"):
+        render_slots(pool="inference", spec=SPEC, slots={9000: SlotTarget("abcdefgh123456")})
+
+
+def test_hand_edited_slot_index_is_an_error_not_an_empty_pool() -> None:
+    with pytest.raises(SlotsFormatError, match="edited by hand"):
+        wired_pods({"slots.json": "[1, 2]"})
+    assert wired_pods(None) == {}
+    assert wired_pods({}) == {}
+
+
+def test_proxy_url_override_keeps_the_runpod_host_header() -> None:
+    data = render_slots(
+        pool="inference",
+        spec=SPEC,
+        slots=ASSIGNMENTS["one wired"],
+        proxy_url="http://fake-runpod.runpod.svc:9000",
+    )
+    assert 'set $rpp_target "http://fake-runpod.runpod.svc:9000";' in data["servers.conf"]
+    assert "proxy_set_header Host abcdefgh123456-80.proxy.runpod.net;" in data["servers.conf"]
+
+
+@pytest.mark.parametrize("case", list(ASSIGNMENTS), ids=list(ASSIGNMENTS))
+def test_real_nginx_accepts_the_static_config_with_every_rendering(
+    case: str, tmp_path: Path
+) -> None:
+    slots = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS[case])
+    conf = write_config(tmp_path, slots, public_port=free_port())
+    result = nginx_test(conf)
+    assert result.returncode == 0, result.stderr
+
+
+def test_real_nginx_accepts_the_bootstrap_slots(tmp_path: Path) -> None:
+    bootstrap = yaml.safe_load((ROOT / "examples" / "slots-bootstrap.yaml").read_text())
+    assert bootstrap["metadata"]["name"] == SPEC.nginx.slots_config_map
+    conf = write_config(tmp_path, bootstrap["data"], public_port=free_port())
+    result = nginx_test(conf)
+    assert result.returncode == 0, result.stderr
+
+
+def test_nginx_rejects_a_broken_slots_file(tmp_path: Path) -> None:
+    """Guards the guard: nginx -t really reads the included files."""
+    slots = render_slots(pool="inference", spec=SPEC, slots={})
+    slots["servers.conf"] = "server { listen nonsense }"
+    result = nginx_test(write_config(tmp_path, slots, public_port=free_port()))
+    assert result.returncode != 0
+
+
+class _Pod(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = f"{self.server.pod_id} {self.headers['Host']}".encode()  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_proxy() -> Iterator[tuple[int, list[str]]]:
+    """One local 'RunPod proxy' that answers with the Host it was asked for."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Pod)
+    server.pod_id = "proxy"  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], []
+    server.shutdown()
+    server.server_close()
+
+
+def test_traffic_flows_through_wired_slots_and_unwired_slots_answer_503(
+    tmp_path: Path, fake_proxy: tuple[int, list[str]]
+) -> None:
+    proxy_port, _ = fake_proxy
+    base = free_port()
+    spec = pool_spec(basePort=base if base < 65000 else 20000)
+    ports = [spec.nginx.base_port + i for i in range(4)]
+    slots = {
+        ports[0]: SlotTarget("aaaaaaaa111111", "EU-RO-1"),
+        ports[2]: SlotTarget("cccccccc333333", "EU-SE-1"),
+    }
+    data = render_slots(
+        pool="inference",
+        spec=spec,
+        slots=slots,
+        proxy_url=f"http://127.0.0.1:{proxy_port}",
+        listen_host="127.0.0.1",
+    )
+    public = free_port()
+    nginx = RunningNginx(write_config(tmp_path, data, public_port=public), public_port=public)
+    try:
+        seen = Counter(
+            httpx.get(f"http://127.0.0.1:{public}/generate", timeout=5).text for _ in range(20)
+        )
+        assert set(seen) == {
+            "proxy aaaaaaaa111111-80.proxy.runpod.net",
+            "proxy cccccccc333333-80.proxy.runpod.net",
+        }
+        assert min(seen.values()) >= 5  # least_conn spreads sequential requests
+        assert httpx.get(f"http://127.0.0.1:{ports[1]}/", timeout=5).status_code == 503
+        direct = httpx.get(f"http://127.0.0.1:{ports[2]}/metrics", timeout=5)
+        assert direct.text == "proxy cccccccc333333-80.proxy.runpod.net"
+    finally:
+        nginx.stop()
