@@ -1,0 +1,397 @@
+"""The member state machine: the lifecycle of one RunPod pod in a pool.
+
+This is decide code. Each loop the pool rehydrates one `MemberMachine` per member
+from its record in status (the record's `phase` is the current state, so no entry
+actions run on construction), sends it that loop's events, and writes the record back.
+Guards are named methods that read only the record, the loop's `MemberSignals` and
+`now`; actions change the record and append effects (rpp/effects.py) to an outbox.
+Nothing here does I/O or reads the clock. rpp/commands/diagrams.py renders this
+class into docs/diagrams/ and the README table, so the names below are what users see.
+
+Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain`
+(Ready -> Draining for an image update or a scale-down) and `replacement_wired`
+(Flagged -> Draining). Every state has an internal fallback for `observe`, so a loop
+where nothing applies is a no-op, never `TransitionNotAllowed`. The pool drives the
+machine through rpp/machines/member_step.py, which turns an order sent to a member in
+the wrong phase (a bug in the pool) into a `ValueError`.
+
+`StateMachine` (not `StateChart`) on purpose: it writes the phase once per transition
+and lets action exceptions propagate, so a failed decision never half-persists.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+from typing import ClassVar
+
+from statemachine import State, StateMachine
+
+from rpp.effects import EventType, RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
+from rpp.machines.member_view import MemberView, Move, UnknownPhaseError
+from rpp.machines.signals import UNREACHABLE, MemberSignals, restarted
+from rpp.status_members import (
+    DrainReason,
+    MemberRecord,
+    Phase,
+    UpdateProgress,
+    UpdateStep,
+)
+
+
+def _elapsed(since: dt.datetime | None, now: dt.datetime) -> float:
+    return 0.0 if since is None else (now - since).total_seconds()
+
+
+class MemberMachine(StateMachine):
+    """Warming -> Ready -> (Flagged | Draining) -> (Updating | Terminating) -> Gone."""
+
+    warming = State(initial=True, value=Phase.WARMING.value)
+    ready = State(value=Phase.READY.value)
+    flagged = State(value=Phase.FLAGGED.value)
+    draining = State(value=Phase.DRAINING.value)
+    updating = State(value=Phase.UPDATING.value)
+    terminating = State(value=Phase.TERMINATING.value)
+    gone = State(final=True, value=Phase.GONE.value)
+
+    # Per source state, transitions are tried in this order; the first whose guards pass
+    # wins, and the internal self-transitions at the end make "nothing applies" a no-op.
+    observe = (
+        gone.from_(
+            warming, ready, flagged, draining, updating, cond="missing_for_loops", on="vanish"
+        )
+        | terminating.to(gone, cond="not_listed", on="finish_termination")
+        | warming.to(ready, cond=["passes_in_a_row", "slot_offered"], on="wire_offered_slot")
+        | warming.to(terminating, cond="warmup_timed_out", on="terminate_warmup")
+        | ready.to(
+            flagged,
+            cond=["unreachable_due", "wired"],
+            unless=["last_wired", "pool_wide"],
+            on=["flag", "unwire_unreachable"],
+        )
+        | ready.to(flagged, cond="rule_due", unless="pool_wide", on="flag")
+        | flagged.to(
+            flagged,
+            cond=["unreachable_due", "wired"],
+            unless="last_wired",
+            on="unwire_unreachable",
+        )
+        | draining.to(updating, cond=["drain_elapsed", "update_planned"], on="send_update")
+        | draining.to(terminating, cond="drain_elapsed", on="terminate_drained")
+        | updating.to(
+            ready,
+            cond=["new_process_running", "passes_in_a_row", "slot_offered"],
+            on="finish_update",
+        )
+        | updating.to(terminating, cond="rollback_timed_out", on="abandon_update")
+        | updating.to(updating, cond="update_failed", unless="rolling_back", on="roll_back")
+        | terminating.to(terminating, cond="terminate_retry_due", on="retry_terminate")
+        | warming.to(warming, internal=True)
+        | ready.to(ready, internal=True)
+        | flagged.to(flagged, internal=True)
+        | draining.to(draining, internal=True)
+        | updating.to(updating, internal=True)
+        | terminating.to(terminating, internal=True)
+    )
+    drain = ready.to(draining, validators="valid_drain_order", on="start_drain")
+    replacement_wired = flagged.to(draining, on="drain_replaced")
+
+    ORDERS: ClassVar[dict[str, str]] = {
+        "drain": "the pool chose it for an image update or a scale-down",
+        "replacement_wired": "its replacement is wired",
+    }
+    """When the pool sends each of its orders (they have no guards; the docs show this)."""
+
+    def __init__(self, view: MemberView) -> None:
+        self._check_phase(view.current)
+        self.view = view
+        super().__init__(model=view, state_field="phase")
+
+    def _check_phase(self, record: MemberRecord) -> None:
+        # A persisted phase that names no state would fail later as a bare KeyError.
+        if record.phase not in type(self).states_map:
+            raise UnknownPhaseError(record)
+
+    def rehydrate(self, record: MemberRecord) -> MemberView:
+        """Put this machine in `record`'s phase (no entry actions), with an empty outbox.
+
+        The library reads the state from the model on every access, so one machine can
+        serve member after member: building one costs ~2 ms, reusing it ~0.3 ms.
+        """
+        self._check_phase(record)
+        self.view.load(record)
+        return self.view
+
+    # --- guards: pure reads of the record, the signals and now ---------------------
+
+    def missing_for_loops(self, signals: MemberSignals) -> bool:
+        """RunPod has not listed the pod for 2 loops in a row"""
+        needed = signals.settings.missing_loops_to_gone
+        return not signals.listed and self.view.current.missing_loops >= needed
+
+    def not_listed(self, signals: MemberSignals) -> bool:
+        """RunPod no longer lists the pod"""
+        return not signals.listed
+
+    def passes_in_a_row(self, signals: MemberSignals) -> bool:
+        """3 probes in a row passed"""
+        return self.view.current.pass_streak >= signals.settings.passes_needed
+
+    def slot_offered(self, signals: MemberSignals) -> bool:
+        """the pool offers a free nginx slot"""
+        return signals.offered_slot is not None
+
+    def warmup_timed_out(self, signals: MemberSignals, now: dt.datetime) -> bool:
+        """warming longer than health.warmupTimeout"""
+        return _elapsed(self.view.current.since, now) >= signals.settings.warmup_timeout_s
+
+    def unreachable_due(self, signals: MemberSignals) -> bool:
+        """the Unreachable rule breached for its full duration"""
+        return UNREACHABLE in signals.flagged
+
+    def rule_due(self, signals: MemberSignals) -> bool:
+        """a health rule breached for its full duration"""
+        return bool(signals.flagged)
+
+    def wired(self) -> bool:
+        """the pod is in an nginx slot"""
+        return self.view.current.slot is not None
+
+    def last_wired(self, signals: MemberSignals) -> bool:
+        """it is the last wired pod of the pool"""
+        return signals.last_wired
+
+    def pool_wide(self, signals: MemberSignals) -> bool:
+        """every Ready pod is degraded (PoolWideDegradation)"""
+        return signals.pool_wide
+
+    def drain_elapsed(self, signals: MemberSignals, now: dt.datetime) -> bool:
+        """drain.period elapsed since it was unwired"""
+        return _elapsed(self.view.current.since, now) >= signals.settings.drain_period_s
+
+    def update_planned(self) -> bool:
+        """it was drained for an image update"""
+        return self.view.current.update is not None
+
+    def new_process_running(self) -> bool:
+        """its process restarted after the update (a rollback needs only passing probes)"""
+        record = self.view.current
+        return record.update is not None and (record.update.rollback or restarted(record))
+
+    def update_failed(self, signals: MemberSignals, now: dt.datetime) -> bool:
+        """RunPod refused the update, or it did not restart and pass in time"""
+        update = self.view.current.update
+        started = None if update is None else update.started_at
+        timeout = signals.settings.update_timeout_s
+        return signals.update_refused or _elapsed(started, now) >= timeout
+
+    def rolling_back(self) -> bool:
+        """it is already rolling back to its old image"""
+        update = self.view.current.update
+        return update is not None and update.rollback
+
+    def rollback_timed_out(self, signals: MemberSignals, now: dt.datetime) -> bool:
+        """the rollback did not pass probes within the update timeout either"""
+        update = self.view.current.update
+        if update is None or not update.rollback:
+            return False
+        return _elapsed(update.started_at, now) >= signals.settings.update_timeout_s
+
+    def terminate_retry_due(self, signals: MemberSignals, now: dt.datetime) -> bool:
+        """RunPod still lists it a while after the terminate was sent"""
+        record = self.view.current
+        sent = record.terminate_requested_at or record.since
+        return signals.listed and _elapsed(sent, now) >= signals.settings.terminate_retry_s
+
+    def valid_drain_order(self, reason: str | None, image: str | None) -> None:
+        """Reject a drain order the pool should never send."""
+        record = self.view.current
+        if reason not in (DrainReason.UPDATE, DrainReason.SCALE_DOWN):
+            raise ValueError(f"drain of {record.pod_id}: reason must be update or scale-down")
+        if reason == DrainReason.UPDATE and not (image and record.image):
+            raise ValueError(
+                f"drain of {record.pod_id} for update needs the new image "
+                "and the pod's current one"
+            )
+
+    # --- actions: change the record, append effects --------------------------------
+
+    def _unwire(self, reason: str) -> None:
+        record = self.view.current
+        if record.slot is not None:
+            self.view.emit(Unwire(pod_id=record.pod_id, slot=record.slot, reason=reason))
+            self.view.change(slot=None)
+
+    def _wire(self, slot: int | None) -> None:
+        assert slot is not None, "guarded by slot_offered"
+        self.view.change(slot=slot)
+        self.view.emit(Wire(pod_id=self.view.current.pod_id, slot=slot))
+
+    def _terminate(self, reason: str, *, now: dt.datetime, cooldown: bool) -> None:
+        record = self.view.current
+        datacenter = record.datacenter if cooldown else None
+        pod_id, name = record.pod_id, record.name
+        terminate = TerminatePod(
+            pod_id=pod_id, name=name, reason=reason, cooldown_datacenter=datacenter
+        )
+        self.view.emit(terminate)
+        self.view.change(terminate_requested_at=now)
+
+    def _event(self, kind: EventType, reason: str, message: str) -> None:
+        pod_id = self.view.current.pod_id
+        self.view.emit(RecordEvent(type=kind, reason=reason, message=message, pod_id=pod_id))
+
+    def vanish(self, signals: MemberSignals) -> None:
+        """Unwire if wired; Event PodVanished"""
+        self._unwire("RunPod no longer lists the pod")
+        record = self.view.current
+        loops = f"{record.missing_loops} loops in a row"
+        text = f"pod {record.pod_id} ({record.name}) was not listed by RunPod for {loops}"
+        self._event("Warning", "PodVanished", text)
+
+    def finish_termination(self) -> None:
+        """Event PodTerminated"""
+        self._unwire("terminated")
+        record = self.view.current
+        self._event("Normal", "PodTerminated", f"pod {record.pod_id} ({record.name}) is gone")
+
+    def wire_offered_slot(self, signals: MemberSignals) -> None:
+        """Wire(slot)"""
+        self._wire(signals.offered_slot)
+
+    def terminate_warmup(self, signals: MemberSignals, now: dt.datetime) -> None:
+        """TerminatePod, datacenter to cooldown; Event WarmupTimeout"""
+        self._unwire("warm-up timed out")
+        record = self.view.current
+        text = (
+            f"pod {record.pod_id} ({record.name}) did not pass {signals.settings.passes_needed} "
+            f"probes in a row within {signals.settings.warmup_timeout_s:g}s"
+        )
+        self._terminate(text, now=now, cooldown=True)
+        self._event("Warning", "WarmupTimeout", text)
+
+    def flag(self, signals: MemberSignals) -> None:
+        """Event PodFlagged
+
+        The pool then creates a replacement first (surge-first).
+        """
+        record = self.view.current
+        rule = signals.flagged[0] if signals.flagged else UNREACHABLE
+        reason = signals.reasons.get(rule) or f"{rule} breached"
+        self.view.change(flagged_rule=rule, flagged_reason=reason)
+        self._event(
+            "Warning", "PodFlagged", f"pod {record.pod_id} ({record.name}): {rule}: {reason}"
+        )
+
+    def unwire_unreachable(self) -> None:
+        """Unwire"""
+        self._unwire("unreachable")
+
+    def start_drain(self, reason: str, image: str | None) -> None:
+        """Unwire"""
+        record = self.view.current
+        self._unwire(f"drain for {reason}")
+        update = None
+        if reason == DrainReason.UPDATE and image and record.image:
+            update = UpdateProgress(from_image=record.image, to_image=image)
+        self.view.change(drain_reason=str(reason), update=update)
+
+    def drain_replaced(self) -> None:
+        """Unwire if wired"""
+        self._unwire("its replacement is wired")
+        self.view.change(drain_reason=DrainReason.REPLACE.value)
+
+    def send_update(self, now: dt.datetime) -> None:
+        """UpdatePod(new image)
+
+        The executor merges the pod's current env with envFromSecret at act time.
+        """
+        record = self.view.current
+        update = record.update
+        assert update is not None, "guarded by update_planned"
+        probe = record.last_probe
+        self.view.emit(
+            UpdatePod(
+                pod_id=record.pod_id,
+                name=record.name,
+                image=update.to_image,
+                from_image=update.from_image,
+                reason="rolling image update",
+            )
+        )
+        before = None if probe is None else probe.process_start
+        restart = UpdateStep.RESTART.value
+        self.view.change(
+            pass_streak=0,
+            update=replace(update, step=restart, started_at=now, process_start_before=before),
+        )
+
+    def terminate_drained(self, now: dt.datetime) -> None:
+        """TerminatePod, datacenter to cooldown if replaced"""
+        record = self.view.current
+        reason = record.drain_reason or "drained"
+        cooldown = record.drain_reason == DrainReason.REPLACE
+        self._terminate(f"drained ({reason})", now=now, cooldown=cooldown)
+
+    def finish_update(self, signals: MemberSignals) -> None:
+        """Wire(slot); Event PodUpdated or UpdateRolledBack"""
+        record = self.view.current
+        update = record.update
+        assert update is not None, "guarded by new_process_running"
+        self._wire(signals.offered_slot)
+        self.view.change(image=update.running_image, update=None, drain_reason=None)
+        if update.rollback:
+            text = (
+                f"pod {record.pod_id} is back on {update.from_image} "
+                f"after {update.to_image} failed"
+            )
+            self._event("Warning", "UpdateRolledBack", text)
+        else:
+            self._event("Normal", "PodUpdated", f"pod {record.pod_id} now runs {update.to_image}")
+
+    def roll_back(self, signals: MemberSignals, now: dt.datetime) -> None:
+        """UpdatePod(old image, rollback); Event UpdateFailed
+
+        The pool sees the rollback effect and backs image updates off for 30m.
+        """
+        record = self.view.current
+        update = record.update
+        assert update is not None, "guarded by update_failed"
+        why = "RunPod refused it" if signals.update_refused else "no healthy restart in time"
+        self.view.emit(
+            UpdatePod(
+                pod_id=record.pod_id,
+                name=record.name,
+                image=update.from_image,
+                from_image=update.to_image,
+                reason=f"update to {update.to_image} failed: {why}",
+                rollback=True,
+            )
+        )
+        probe = record.last_probe
+        before = None if probe is None else probe.process_start
+        self.view.change(
+            update=replace(
+                update,
+                step=UpdateStep.RESTART.value,
+                started_at=now,
+                process_start_before=before,
+                rollback=True,
+            )
+        )
+        text = f"pod {record.pod_id}: update to {update.to_image} failed ({why}); rolling back"
+        self._event("Warning", "UpdateFailed", text)
+
+    def abandon_update(self, now: dt.datetime) -> None:
+        """TerminatePod, datacenter to cooldown; Event UpdateAbandoned"""
+        record = self.view.current
+        text = f"pod {record.pod_id} ({record.name}) failed on both images; terminating"
+        self._terminate(text, now=now, cooldown=True)
+        self._event("Warning", "UpdateAbandoned", text)
+
+    def retry_terminate(self, now: dt.datetime) -> None:
+        """TerminatePod again"""
+        self._terminate("still listed after terminate", now=now, cooldown=False)
+
+    def after_transition(self, event: str, source: State, target: State, now: dt.datetime) -> None:
+        self.view.moved(Move(event=str(event), source=source.value, target=target.value), now)

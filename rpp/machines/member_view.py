@@ -1,0 +1,90 @@
+"""The mutable model a member machine drives, wrapped around one frozen member record.
+
+python-statemachine reads and writes the current state through an attribute of its
+model on every access. Status records are frozen, so the machine gets this small view
+instead: `phase` reads and writes the working copy, actions change other fields with
+`change` and append effects with `emit`, and at the end `record()` hands back the new
+frozen record. The view also stamps `since` whenever the phase changes and keeps the
+list of moves taken, which the pool uses for history and the tests for checking that
+effects come only from transitions. Decide code; no I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from rpp.effects import Effect
+from rpp.status_members import PHASES, MemberRecord
+
+
+class UnknownPhaseError(ValueError):
+    """A member record whose phase names no state of the member machine."""
+
+    def __init__(self, record: MemberRecord) -> None:
+        super().__init__(
+            f"member {record.pod_id} ({record.name}) has unknown phase {record.phase!r}; "
+            f"expected one of {', '.join(PHASES)} (status written by another version or "
+            "edited by hand: fix the phase or remove the member from status)"
+        )
+        self.record = record
+
+
+@dataclass(frozen=True)
+class Move:
+    """One transition the machine took: `event` moved the member from `source` to `target`.
+
+    Internal self-transitions (the "nothing applies" fallbacks) are moves too, with
+    `source == target`; they never produce effects.
+    """
+
+    event: str
+    source: str
+    target: str
+
+    @property
+    def changed_phase(self) -> bool:
+        return self.source != self.target
+
+
+class MemberView:
+    """A working copy of one member record that the machine mutates during one event."""
+
+    def __init__(self, record: MemberRecord) -> None:
+        self.load(record)
+
+    def load(self, record: MemberRecord) -> None:
+        """Start over on `record`: the machine reading this view is now in its phase."""
+        self._record = record
+        self.effects: list[Effect] = []
+        self.moves: list[Move] = []
+
+    @property
+    def phase(self) -> str:
+        return self._record.phase
+
+    @phase.setter
+    def phase(self, value: str) -> None:
+        self._record = self._record.replace(phase=str(value))
+
+    @property
+    def current(self) -> MemberRecord:
+        return self._record
+
+    def change(self, **changes: Any) -> None:
+        self._record = self._record.replace(**changes)
+
+    def emit(self, effect: Effect) -> None:
+        self.effects.append(effect)
+
+    def moved(self, move: Move, now: dt.datetime) -> None:
+        self.moves.append(move)
+        if move.changed_phase:
+            self._record = self._record.replace(since=now)
+
+    def record(self) -> MemberRecord:
+        return self._record
+
+    def __repr__(self) -> str:
+        return f"MemberView({self._record.pod_id}, phase={self._record.phase})"

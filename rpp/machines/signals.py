@@ -1,0 +1,148 @@
+"""What one loop tells one member's machine, and the bookkeeping done before it runs.
+
+The pool builds one `MemberSignals` per member per loop from its observations (the
+RunPod listing, this member's probe, the health rules' verdicts) and from its own
+pool-wide view (is this the last wired pod, is degradation pool-wide, which slot is
+free). The health rules themselves are judged in rpp/decide/health.py; the machine
+only reads their verdict. Its guards read only these signals, the member record and
+`now`, so they are pure.
+
+`refresh` is the bookkeeping that turns this loop's facts into the record's memory
+before the machine decides anything: the probe pass streak, the health rules' breach
+starts, the loops in a row RunPod did not list the pod, and the fields RunPod
+reports (image, cost, datacenter). Each call is one loop: the driver
+(rpp/machines/member_step.py `observe`) calls it once before the machine runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from rpp.observations import ProbeResult, RunPodPod
+from rpp.status_codec import stamp
+from rpp.status_members import MemberRecord, Phase, ProbeRecord, UpdateStep
+
+UNREACHABLE = "Unreachable"  # the rule that also unwires at once (rpp/decide/health.py)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberSettings:
+    """The durations and counts the member guards need, from the pool spec (seconds).
+
+    `update_timeout_s` bounds how long an in-place update (or its rollback) may take to
+    restart and pass probes; the spec has no field for it, so the pool passes
+    health.warmupTimeout, the same budget a new pod gets.
+    """
+
+    warmup_timeout_s: float = 900.0
+    drain_period_s: float = 150.0
+    update_timeout_s: float = 900.0
+    terminate_retry_s: float = 300.0
+    passes_needed: int = 3
+    missing_loops_to_gone: int = 2
+
+    def __post_init__(self) -> None:
+        for name in (
+            "warmup_timeout_s",
+            "drain_period_s",
+            "update_timeout_s",
+            "terminate_retry_s",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"MemberSettings.{name} must be 0 or more")
+        if self.passes_needed < 1 or self.missing_loops_to_gone < 1:
+            raise ValueError("MemberSettings passes_needed and missing_loops_to_gone must be >= 1")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemberSignals:
+    """One loop's facts about one member, as its machine's guards read them.
+
+    `pod` is the pod as RunPod listed it this loop, None when the listing (which
+    succeeded: drive members only after a successful list) did not contain it.
+    `breaches`, `flagged` and `reasons` are the health rules' verdict for this member
+    (rpp/decide/health.py `MemberHealth`): the breach start of each rule in breach,
+    the rules breached for their full duration (first one named when flagging), and
+    a human reason per rule; `breaches=None` means not judged this loop, and the record
+    keeps its breach starts. `pool_wide` is PoolWideDegradation.
+    `last_wired` is True when this member is the only wired pod left: the pool
+    recomputes it after each member it drives, so two unreachable pods are never
+    both unwired in one loop. `offered_slot` is a free slot the pool offers to this
+    member if it is ready to be wired (None: no slot free, or not this member's turn).
+    `update_refused` is True when RunPod refused this member's last UpdatePod.
+    """
+
+    settings: MemberSettings
+    pod: RunPodPod | None
+    probe: ProbeResult | None = None
+    breaches: Mapping[str, dt.datetime] | None = None
+    flagged: tuple[str, ...] = ()
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    pool_wide: bool = False
+    last_wired: bool = False
+    offered_slot: int | None = None
+    update_refused: bool = False
+
+    @property
+    def listed(self) -> bool:
+        return self.pod is not None
+
+
+def _restarted(record: MemberRecord, process_start: float | None) -> bool:
+    """The pod reports a process newer than the one running when the update was sent."""
+    update = record.update
+    if update is None or process_start is None:
+        return False
+    before = update.process_start_before
+    return before is None or process_start > before
+
+
+def restarted(record: MemberRecord) -> bool:
+    """Its last probe shows the process restarted since the update was sent."""
+    probe = record.last_probe
+    return _restarted(record, None if probe is None else probe.process_start)
+
+
+def refresh(record: MemberRecord, signals: MemberSignals, now: dt.datetime) -> MemberRecord:
+    """The record with this loop's facts folded in (no phase change, no effects)."""
+    at = stamp(now)
+    changes: dict[str, object] = {}
+    pod = signals.pod
+    if pod is None:
+        changes["missing_loops"] = record.missing_loops + 1
+    else:
+        changes["missing_loops"] = 0
+        changes["image"] = pod.image or record.image
+        changes["cost_per_hr"] = pod.cost_per_hr
+        changes["datacenter"] = pod.datacenter or record.datacenter
+        changes["gpu_type"] = pod.gpu_type or record.gpu_type
+        changes["created_at"] = pod.created_at or record.created_at
+    probe = signals.probe
+    if probe is not None:
+        counts = probe.passed
+        # While an update waits for its restart, passes of the old process do not count
+        # (a rollback only needs passing probes: the old image may never have left).
+        waiting_restart = (
+            record.phase == Phase.UPDATING
+            and record.update is not None
+            and record.update.step == UpdateStep.RESTART
+            and not record.update.rollback
+        )
+        if waiting_restart and not _restarted(record, probe.process_start):
+            counts = False
+        changes["pass_streak"] = record.pass_streak + 1 if counts else 0
+        changes["last_probe"] = ProbeRecord(
+            at=at,
+            passed=probe.passed,
+            health_ok=probe.health_ok,
+            metrics_ok=probe.metrics_ok,
+            health_latency=probe.health_latency_s,
+            metrics_latency=probe.metrics_latency_s,
+            error=probe.error,
+            process_start=probe.process_start,
+        )
+    if signals.breaches is not None:
+        changes["breaches"] = dict(signals.breaches)
+    return record.replace(**changes)
