@@ -83,6 +83,8 @@ def test_committed_crd_is_the_generated_one(capsys: pytest.CaptureFixture[str]) 
     printed = capsys.readouterr().out
     assert printed == render_crd()
     assert (ROOT / "deploy" / "crd.yaml").read_text() == printed, "run: rpp crd > deploy/crd.yaml"
+    chart_crd = ROOT / "helm" / "runpod-pool-controller" / "crds" / "runpodpools.yaml"
+    assert chart_crd.read_text() == printed, f"run: rpp crd > {chart_crd.relative_to(ROOT)}"
 
 
 def test_crd_names_group_short_name_status_and_printer_columns() -> None:
