@@ -53,6 +53,9 @@ HISTORY_LIMIT = 50
 CREATE_LOG_WINDOW = dt.timedelta(hours=1)  # limits.maxCreatesPerHour counts this window
 COOLDOWN_WINDOW = dt.timedelta(hours=24)  # datacenter replacements count this window
 COOLDOWN_THRESHOLD = 2  # replacements in the window that put a datacenter in cooldown
+COOLDOWN_PERIOD = dt.timedelta(hours=24)  # how long it is then avoided
+# A replacement can matter for window + period: it may pair with a later one.
+REPLACEMENT_LOG_KEEP = COOLDOWN_WINDOW + COOLDOWN_PERIOD
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,15 +232,32 @@ class PoolStatus:
         replacements[datacenter] = (*replacements.get(datacenter, ()), now)
         return self.replace(datacenter_replacements=replacements)
 
+    def cooldown_until(
+        self, now: dt.datetime, *, threshold: int = COOLDOWN_THRESHOLD
+    ) -> dict[str, dt.datetime]:
+        """Datacenters avoided now, with the end of their cooldown.
+
+        A datacenter whose replacements reach `threshold` within 24h is avoided for 24h
+        from the replacement that reached it (the seed's "2 replacements in 24h ->
+        avoided for 24h").
+        """
+        out: dict[str, dt.datetime] = {}
+        for datacenter, times in self.datacenter_replacements.items():
+            ordered = sorted(times)
+            ends = [
+                ordered[i] + COOLDOWN_PERIOD
+                for i in range(threshold - 1, len(ordered))
+                if ordered[i] - ordered[i - threshold + 1] < COOLDOWN_WINDOW
+            ]
+            if ends and max(ends) > now:
+                out[datacenter] = max(ends)
+        return out
+
     def cooldown_datacenters(
         self, now: dt.datetime, *, threshold: int = COOLDOWN_THRESHOLD
     ) -> frozenset[str]:
-        """Datacenters with `threshold` or more replacements in the last 24h."""
-        return frozenset(
-            datacenter
-            for datacenter, times in self.datacenter_replacements.items()
-            if sum(1 for t in times if now - t < COOLDOWN_WINDOW) >= threshold
-        )
+        """Datacenters avoided now (see `cooldown_until`)."""
+        return frozenset(self.cooldown_until(now, threshold=threshold))
 
     def with_recommendation(
         self, now: dt.datetime, size: int, *, window_s: float, value: float | None = None
@@ -263,7 +283,7 @@ class PoolStatus:
         replacements = {
             datacenter: recent
             for datacenter, times in self.datacenter_replacements.items()
-            if (recent := tuple(t for t in times if now - t < COOLDOWN_WINDOW))
+            if (recent := tuple(t for t in times if now - t < REPLACEMENT_LOG_KEEP))
         }
         autoscaling = self.autoscaling
         if autoscaling is not None and recommendation_window_s is not None:

@@ -13,10 +13,32 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import yaml
 
 ROOT = Path(__file__).parents[1]
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+
+
+def free_port_block(count: int) -> int:
+    """The first of `count` consecutive ports that are all free on 127.0.0.1 right now."""
+    import random
+
+    for _ in range(200):
+        base = random.randint(20000, 60000)
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError(f"no block of {count} free ports found")
 
 
 def free_port() -> int:
@@ -77,10 +99,13 @@ class RunningNginx:
                 err = self.proc.stderr.read() if self.proc.stderr else ""
                 raise RuntimeError(f"nginx exited: {err}")
             try:
-                socket.create_connection(("127.0.0.1", public_port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
+                # Ready when the public server answers, not merely when its port accepts.
+                health = httpx.get(f"http://127.0.0.1:{public_port}/nginx-health", timeout=1)
+                if health.status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
         self.stop()
         raise RuntimeError("nginx did not start listening within 10 s")
 

@@ -23,7 +23,13 @@ from rpp.nginx_slots import (
 )
 from rpp.spec import RunPodPoolSpec
 from rpp.spec_load import load_spec
-from tests.nginx_runner import RunningNginx, free_port, nginx_test, write_config
+from tests.nginx_runner import (
+    RunningNginx,
+    free_port,
+    free_port_block,
+    nginx_test,
+    write_config,
+)
 
 ROOT = Path(__file__).parents[1]
 
@@ -158,8 +164,8 @@ def test_traffic_flows_through_wired_slots_and_unwired_slots_answer_503(
     tmp_path: Path, fake_proxy: tuple[int, list[str]]
 ) -> None:
     proxy_port, _ = fake_proxy
-    base = free_port()
-    spec = pool_spec(basePort=base if base < 65000 else 20000)
+    public = free_port_block(5)
+    spec = pool_spec(basePort=public + 1)
     ports = [spec.nginx.base_port + i for i in range(4)]
     slots = {
         ports[0]: SlotTarget("aaaaaaaa111111", "EU-RO-1"),
@@ -172,7 +178,6 @@ def test_traffic_flows_through_wired_slots_and_unwired_slots_answer_503(
         proxy_url=f"http://127.0.0.1:{proxy_port}",
         listen_host="127.0.0.1",
     )
-    public = free_port()
     nginx = RunningNginx(write_config(tmp_path, data, public_port=public), public_port=public)
     try:
         seen = Counter(

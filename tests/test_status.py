@@ -371,7 +371,7 @@ class TestHelpers:
         assert status.creates_in_last_hour(now) == 2
         assert [a.time for a in status.pruned(now).create_log] == [at(1800), at(3599)]
 
-    def test_two_replacements_in_a_day_put_a_datacenter_in_cooldown_until_one_ages_out(
+    def test_two_replacements_in_a_day_avoid_a_datacenter_for_24h_from_the_second(
         self,
     ) -> None:
         status = PoolStatus().with_datacenter_replacement("EU-RO-1", at(0))
@@ -379,9 +379,17 @@ class TestHelpers:
         status = status.with_datacenter_replacement("EU-RO-1", at(3600))
         assert status.cooldown_datacenters(at(7200)) == {"EU-RO-1"}
         day = 24 * 3600
-        assert status.cooldown_datacenters(at(day)) == frozenset()
-        assert status.pruned(at(day)).datacenter_replacements == {"EU-RO-1": (at(3600),)}
-        assert status.pruned(at(day + 3600)).datacenter_replacements == {}
+        assert status.cooldown_until(at(7200)) == {"EU-RO-1": at(day + 3600)}
+        assert status.cooldown_datacenters(at(day + 3599)) == {"EU-RO-1"}
+        assert status.cooldown_datacenters(at(day + 3600)) == frozenset()
+        assert status.pruned(at(2 * day)).datacenter_replacements == {"EU-RO-1": (at(3600),)}
+        assert status.pruned(at(2 * day + 3600)).datacenter_replacements == {}
+
+    def test_replacements_more_than_24h_apart_do_not_cool_a_datacenter_down(self) -> None:
+        day = 24 * 3600
+        status = PoolStatus().with_datacenter_replacement("EU-RO-1", at(0))
+        status = status.with_datacenter_replacement("EU-RO-1", at(day + 1))
+        assert status.cooldown_datacenters(at(day + 2)) == frozenset()
 
     def test_recommendations_older_than_the_window_are_dropped(self) -> None:
         status = PoolStatus()

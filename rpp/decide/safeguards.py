@@ -1,0 +1,72 @@
+"""The hard caps and backoffs that may block a create, each with the reason why.
+
+Where it sits: decide, in front of every CreatePod (pool steps 3 and 4, and the
+autoscaler's growth). A blocked create is not silent: the pool raises CreateBlocked
+with the reason and the numbers behind it, so `kubectl get rpp -o yaml` says exactly
+why a pool short of pods is not creating one.
+
+The caps hold in every mode and at every moment: they count every pool pod RunPod
+lists (whatever its phase), and the cost cap adds the estimated price of the pod about
+to be created, so a pool never exceeds limits.maxPods or limits.maxHourlyCostUsd.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from rpp.clock import to_rfc3339
+from rpp.spec import RunPodPoolSpec
+from rpp.status import PoolStatus
+
+
+@dataclass(frozen=True)
+class Block:
+    """Why a create may not happen now: a condition reason and a human message."""
+
+    reason: str
+    message: str
+
+
+def create_block(
+    *,
+    spec: RunPodPoolSpec,
+    status: PoolStatus,
+    pod_count: int,
+    cost_per_hour: float,
+    now: dt.datetime,
+) -> Block | None:
+    """The first safeguard that blocks a create now, or None when a create may go."""
+    limits = spec.limits
+    until = status.backoff.create_until
+    if until is not None and now < until:
+        return Block(
+            "CreateBackoff",
+            f"the last create failed; creates wait until {to_rfc3339(until)} (5m backoff)",
+        )
+    if pod_count >= limits.max_pods:
+        return Block(
+            "MaxPodsReached",
+            f"the pool has {pod_count} pod(s) and limits.maxPods is {limits.max_pods}",
+        )
+    if limits.max_hourly_cost_usd <= 0:
+        return Block(
+            "CostCapReached",
+            "limits.maxHourlyCostUsd is 0, which means never create: set the pool's budget",
+        )
+    projected = cost_per_hour + limits.estimated_pod_cost_usd
+    if projected > limits.max_hourly_cost_usd:
+        return Block(
+            "CostCapReached",
+            f"the pool costs ${cost_per_hour:.2f}/h; one more pod (estimated "
+            f"${limits.estimated_pod_cost_usd:.2f}/h) would pass limits.maxHourlyCostUsd "
+            f"${limits.max_hourly_cost_usd:.2f}/h",
+        )
+    recent = status.creates_in_last_hour(now)
+    if recent >= limits.max_creates_per_hour:
+        return Block(
+            "CreateRateLimited",
+            f"{recent} create(s) in the last hour; limits.maxCreatesPerHour is "
+            f"{limits.max_creates_per_hour}",
+        )
+    return None
