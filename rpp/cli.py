@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "validate": "rpp.commands.validate",
     "crd": "rpp.commands.crd",
     "diagrams": "rpp.commands.diagrams",
+    "fake-runpod": "rpp.commands.fake_runpod",
 }
 
 

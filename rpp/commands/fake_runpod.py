@@ -1,0 +1,116 @@
+"""`rpp fake-runpod`: the fake RunPod cloud over real HTTP, for rehearsals and e2e tests.
+
+Serves, on one port, RunPod REST v2 (`/v2/...`), the GraphQL notice query
+(`/graphql`), the control endpoints (`/_fake/...`, see rpp.sim.cloud_control) and the
+RunPod HTTP proxy (requests whose Host is `{podId}-{port}.proxy.runpod.net`). Point a
+controller at it with its RunPod base URL, use any non-empty API key ("ro-..." acts as
+a Read Only key), and rehearse a pool without spending money. Time is the wall clock.
+
+`--port 0` picks a free port; the first line on stdout says which one was bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from pathlib import Path
+
+import uvicorn
+
+from rpp.clock import Clock, SystemClock
+from rpp.sim.asgi_io import ASGIApp
+from rpp.sim.cloud import FakePodInfo, PodServer, PodServerFactory
+from rpp.sim.cloud_api import CloudApi
+from rpp.sim.cloud_scenario import CloudScenario, ScenarioError, build_cloud, load_cloud_scenario
+from rpp.sim.inference import FakeInferencePod
+from rpp.sim.proxy import CDN_LIMIT_S, ProxyApp, route_by_host
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--port must be a number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"--port must be 0-65535 (0: any free port), got {port}")
+    return port
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "fake-runpod",
+        help="serve a fake RunPod API and proxy locally (no money spent)",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument("--port", type=_port, required=True, help="port to listen on (0: any)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--scenario", type=Path, help="YAML file whose `cloud:` section sets stock and pods"
+    )
+    parser.add_argument(
+        "--proxy-limit",
+        type=float,
+        default=CDN_LIMIT_S,
+        help=f"seconds before the proxy answers 524 (default {CDN_LIMIT_S:g})",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        scenario = load_cloud_scenario(args.scenario) if args.scenario else CloudScenario()
+    except ScenarioError as error:
+        print(f"rpp fake-runpod: {error}", file=sys.stderr)
+        return 2
+    if args.proxy_limit <= 0:
+        print("rpp fake-runpod: --proxy-limit must be positive seconds", file=sys.stderr)
+        return 2
+    clock = SystemClock()
+    cloud = build_cloud(scenario, clock=clock, pod_server_factory=_inference_pods(clock))
+    app = route_by_host(CloudApi(cloud), ProxyApp(cloud, limit_s=args.proxy_limit))
+    return asyncio.run(_serve(app, host=args.host, port=args.port))
+
+
+def _inference_pods(clock: Clock) -> PodServerFactory:
+    """Every pod runs the fake inference service, its process starting when it boots.
+
+    The metrics token is the pod's METRICS_TOKEN env value (the README's example key).
+    """
+
+    def factory(info: FakePodInfo) -> PodServer:
+        return FakeInferencePod(
+            pod_id=info.pod_id,
+            clock=clock,
+            process_start=info.started_at,
+            metrics_token=info.env.get("METRICS_TOKEN"),
+        )
+
+    return factory
+
+
+async def _serve(app: ASGIApp, *, host: str, port: int) -> int:
+    config = uvicorn.Config(
+        app, host=host, port=port, lifespan="off", log_level="warning", access_log=False
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started and not task.done():
+        await asyncio.sleep(0.02)
+    if not server.started:
+        # uvicorn logs the bind error and exits; say it in our words too.
+        with contextlib.suppress(SystemExit, Exception):
+            task.result()
+        print(f"rpp fake-runpod: cannot listen on {host}:{port} (in use?)", file=sys.stderr)
+        return 1
+    bound = server.servers[0].sockets[0].getsockname()
+    url = f"http://{bound[0]}:{bound[1]}"
+    print(f"fake RunPod listening on {url}", flush=True)
+    print(
+        f"  REST v2 {url}/v2  GraphQL {url}/graphql  control {url}/_fake/  "
+        "proxy: Host <podId>-<port>.proxy.runpod.net",
+        flush=True,
+    )
+    await task
+    return 0

@@ -1,0 +1,1 @@
+"""Placement: which GPU type and datacenter a new pool pod is created on."""

@@ -1,0 +1,122 @@
+"""Plain-ASGI plumbing shared by the fake RunPod apps (cloud API, control, proxy).
+
+The fakes are bare ASGI callables, served in-process through `httpx.ASGITransport`
+and over real HTTP by uvicorn: one app, two transports. No web framework is needed
+for a handful of routes, so this module holds the few helpers they share: the scope
+types, reading a request, and sending a JSON, problem+json or empty answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One HTTP request, read whole (the fakes only get small JSON bodies)."""
+
+    method: str
+    path: str
+    query: Mapping[str, list[str]]
+    headers: Mapping[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    @property
+    def host(self) -> str:
+        """The host name without port, lowercase (what RunPod's proxy routes on)."""
+        return (self.header("host") or "").rsplit(":", 1)[0].lower()
+
+
+def headers_of(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+async def read_request(scope: Scope, receive: Receive) -> Request:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return Request(
+        method=scope["method"].upper(),
+        path=scope["path"],
+        query=parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True),
+        headers=headers_of(scope),
+        body=b"".join(chunks),
+    )
+
+
+async def send_bytes(
+    send: Send,
+    status: int,
+    body: bytes,
+    *,
+    content_type: str | None,
+    headers: Iterable[tuple[str, str]] = (),
+) -> None:
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+    if content_type is not None:
+        raw.append((b"content-type", content_type.encode("latin-1")))
+    raw.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_json(
+    send: Send,
+    status: int,
+    data: Any,
+    *,
+    content_type: str = "application/json",
+    headers: Iterable[tuple[str, str]] = (),
+) -> None:
+    await send_bytes(
+        send, status, json.dumps(data).encode(), content_type=content_type, headers=headers
+    )
+
+
+async def send_problem(
+    send: Send,
+    status: int,
+    *,
+    title: str,
+    detail: str,
+    errors: list[str] | None = None,
+    headers: Iterable[tuple[str, str]] = (),
+) -> None:
+    """An RFC 9457 problem+json answer, RunPod's error shape."""
+    body: dict[str, Any] = {"title": title, "status": status, "detail": detail}
+    if errors:
+        body["errors"] = errors
+    await send_json(send, status, body, content_type="application/problem+json", headers=headers)
+
+
+async def reject_non_http(scope: Scope, receive: Receive, send: Send) -> bool:
+    """Answer lifespan/websocket scopes; True when the scope was not plain HTTP."""
+    if scope["type"] == "http":
+        return False
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return True
+    return True

@@ -1,0 +1,161 @@
+"""The fake cloud's records: pods, stock entries, machine notices, recorded calls.
+
+Plain data shared by the model (`cloud`), its HTTP face (`cloud_api`, `cloud_render`)
+and the proxy, plus the `PodServer` protocol a fake inference pod implements. Import
+them from `rpp.sim.cloud`, which re-exports every name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from rpp.observations import PodStatus
+from rpp.sim.asgi_io import Receive, Scope, Send
+
+
+class CloudError(Exception):
+    """What the fake API answers as problem+json: RunPod's status and wording."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        title: str | None = None,
+        errors: list[str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.title = title
+        self.errors = errors
+
+
+@dataclass
+class FakePodInfo:
+    """A pod as its fake inference server sees it. The cloud keeps it current: a PATCH
+    updates `image` and `env` here before calling the server's `restart`."""
+
+    pod_id: str
+    name: str
+    image: str
+    gpu_type: str
+    gpu_count: int
+    datacenter: str
+    cloud: str
+    ports: tuple[str, ...]
+    created_at: dt.datetime
+    started_at: dt.datetime  # when the container starts (the pod turns RUNNING)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def http_ports(self) -> list[int]:
+        """Ports RunPod's proxy forwards: only the ones declared `<port>/http`."""
+        return [int(p.split("/")[0]) for p in self.ports if p.endswith("/http")]
+
+
+class PodServer(Protocol):
+    """The fake service in a pod (rpp.sim.inference.FakeInferencePod), an ASGI app.
+
+    The proxy answers 502 while `is_serving` is False (the service died), or when the
+    app raises (e.g. ConnectionRefusedError) before starting a response.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    @property
+    def is_serving(self) -> bool:
+        """False once the service died or the pod stopped."""
+
+    def restart(self, now: dt.datetime) -> None:
+        """The container restarted (PATCH, restart, start): a new process from `now`."""
+
+    def stop(self) -> None:
+        """The pod stopped or was terminated."""
+
+
+PodServerFactory = Callable[[FakePodInfo], PodServer]
+
+
+@dataclass
+class StockEntry:
+    count: int
+    cost_per_hr: float
+
+
+@dataclass
+class MachineNotice:
+    """RunPod's note and maintenance window on a pod's machine (times as RunPod may
+    send them: a datetime renders as ISO text, a number stays an epoch number)."""
+
+    note: str | None = None
+    maintenance_start: dt.datetime | float | str | None = None
+    maintenance_end: dt.datetime | float | str | None = None
+    maintenance_note: str | None = None
+
+
+@dataclass
+class FakePod:
+    info: FakePodInfo
+    cost_per_hr: float
+    disk: int = 20
+    args: str = ""
+    locked: bool = False
+    boot_started_at: dt.datetime | None = None  # None: stopped (EXITED) or ERROR
+    error: bool = False
+    server: PodServer | None = None
+    notice: MachineNotice = field(default_factory=MachineNotice)
+
+
+class Call(NamedTuple):
+    """One request the fake API received, for "no write reached RunPod" assertions."""
+
+    operation: str
+    method: str
+    path: str
+
+
+WRITE_OPERATIONS = frozenset({"createPod", "updatePod", "deletePod", "podAction"})
+
+# Used when a stock entry is set without a price: RunPod's list prices, roughly.
+DEFAULT_PRICE_PER_HR = {
+    "NVIDIA GeForce RTX 4090": 0.69,
+    "NVIDIA RTX A6000": 0.49,
+    "NVIDIA L40S": 0.86,
+    "NVIDIA A100 80GB PCIe": 1.64,
+    "NVIDIA H100 80GB HBM3": 2.69,
+    "NVIDIA H200": 3.59,
+}
+
+
+@dataclass
+class MinuteQuota:
+    """RunPod's per-minute request quota, on the cloud's clock."""
+
+    limit: int
+    start: dt.datetime | None = None
+    used: int = 0
+
+    def take(self, now: dt.datetime) -> tuple[bool, int, int]:
+        """(allowed, remaining after this request, seconds until the window resets)."""
+        if self.start is None or (now - self.start).total_seconds() >= 60:
+            self.start, self.used = now, 0
+        reset = max(int(60 - (now - self.start).total_seconds()), 1)
+        if self.used >= self.limit:
+            return False, 0, reset
+        self.used += 1
+        return True, self.limit - self.used, reset
+
+
+def actions_for(status: PodStatus) -> tuple[str, ...]:
+    """The actions RunPod allows in a status (the Pod's `actions` field)."""
+    if status is PodStatus.RUNNING:
+        return ("stop", "restart", "terminate")
+    if status in (PodStatus.EXITED, PodStatus.ERROR):
+        return ("start", "terminate")
+    if status in (PodStatus.PROVISIONING, PodStatus.STARTING):
+        return ("stop", "terminate")
+    return ()

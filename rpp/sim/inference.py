@@ -1,0 +1,287 @@
+"""Fake inference pods: the service a pool runs, with knobs for the ways it fails.
+
+This sits outside observe -> decide -> act: it is what the controller observes. The
+simulator and the fake RunPod cloud run it in-process (through `httpx.ASGITransport`),
+the tests and the benchmark run it over real HTTP (uvicorn on 127.0.0.1). Either way the
+prober and Prometheus see the same thing a real pod shows them:
+
+- the health path answers 200;
+- the metrics path answers Prometheus text from the pod's own prometheus_client
+  registry: `process_start_time_seconds`, `*_created` samples, a request latency
+  histogram, a request counter, a 5xx counter and a queue gauge;
+- the app path (`/generate`, `/`) serves "requests" with a configurable latency.
+
+Time comes from the injected `Clock` (process start, `*_created`) and from the running
+event loop (`asyncio.sleep`, latency measurement), so a virtual-time loop skips the
+waits. prometheus_client stamps `*_created` with `time.time()`; the exposed registry
+rewrites those samples to the pod's process start, which is what a restarted process
+would show and what restart detection reads.
+
+Knobs: `die()` (the service stops; behind the proxy that is a 502), `hang()` (requests
+never answer until released), `slow(s)` (every answer takes s seconds), `errors(ratio)`
+(that share of app requests answers 500, deterministic from the seed), `restart(now)`
+(a new process: new start time, counters reset), `stop()` (the pod was stopped or
+terminated), `recover()` (clears die, hang, slow and errors).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hmac
+import random
+from collections.abc import Iterable, MutableMapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from rpp.clock import Clock
+from rpp.sim.asgi_io import (
+    Receive,
+    Request,
+    Scope,
+    Send,
+    read_request,
+    reject_non_http,
+    send_bytes,
+)
+
+METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text format
+APP_PATHS = frozenset({"/", "/generate"})
+# Buckets around what the health rules care about: tens of ms to tens of seconds.
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class _ProcessMetrics:
+    """One process's metrics; a restart builds a fresh one, as a new process would."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("app_requests", "App requests served.", registry=self.registry)
+        self.errors = Counter(
+            "app_requests_failed", "App requests answered with a 5xx.", registry=self.registry
+        )
+        self.duration = Histogram(
+            "app_request_duration_seconds",
+            "Time to answer an app request.",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.queue = Gauge("app_queue_length", "App requests in flight.", registry=self.registry)
+
+
+class _StartStampedCollector(Collector):
+    """Exposes a process's metrics with every `*_created` sample at the process start."""
+
+    def __init__(self, pod: FakeInferencePod) -> None:
+        self._pod = pod
+
+    def collect(self) -> Iterable[Metric]:
+        start = self._pod.process_start.timestamp()
+        started = Metric("process_start_time_seconds", "Start time of the process.", "gauge")
+        started.add_sample("process_start_time_seconds", {}, start)
+        yield started
+        for family in self._pod._metrics.registry.collect():
+            family.samples = [
+                s._replace(value=start) if s.name.endswith("_created") else s
+                for s in family.samples
+            ]
+            yield family
+
+
+class FakeInferencePod:
+    """One pod's HTTP service as an ASGI app, with failure knobs."""
+
+    def __init__(
+        self,
+        *,
+        pod_id: str,
+        clock: Clock,
+        process_start: dt.datetime | None = None,
+        latency_s: float = 0.0,
+        metrics_token: str | None = None,
+        seed: int = 0,
+        health_path: str = "/health",
+        metrics_path: str = "/metrics",
+        token_param: str = "token",
+    ) -> None:
+        if latency_s < 0:
+            raise ValueError(f"latency_s must be >= 0 seconds, got {latency_s}")
+        self.pod_id = pod_id
+        self.latency_s = latency_s
+        self.health_path = health_path
+        self.metrics_path = metrics_path
+        self.token_param = token_param
+        self._clock = clock
+        self._token = metrics_token
+        self.process_start = process_start or clock.now()
+        self._metrics = _ProcessMetrics()
+        self._exposed = CollectorRegistry()
+        self._exposed.register(_StartStampedCollector(self))
+        self._dead = False
+        self._hanging = False
+        self._slow_s = 0.0
+        self._error_ratio = 0.0
+        # Error credit starts at a seed-dependent phase, so pods with different seeds
+        # fail different requests but every pod fails exactly its share over time.
+        self._error_credit = random.Random(seed).random()
+        self._hung: set[asyncio.Future[None]] = set()
+
+    def __repr__(self) -> str:  # the token stays out of logs
+        return f"FakeInferencePod(pod_id={self.pod_id!r}, serving={self.is_serving})"
+
+    # -- knobs -------------------------------------------------------------------------
+
+    @property
+    def is_serving(self) -> bool:
+        """False once the service died or the pod stopped: the proxy answers 502."""
+        return not self._dead
+
+    def die(self) -> None:
+        self._dead = True
+        self._release_hung()
+
+    def hang(self) -> None:
+        self._hanging = True
+
+    def slow(self, latency_s: float) -> None:
+        if latency_s < 0:
+            raise ValueError(f"slow() needs latency_s >= 0 seconds, got {latency_s}")
+        self._slow_s = latency_s
+
+    def errors(self, ratio: float) -> None:
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"errors() needs a ratio between 0 and 1, got {ratio}")
+        self._error_ratio = ratio
+
+    def restart(self, now: dt.datetime) -> None:
+        """A new process: new start time, fresh counters, serving, nothing hung."""
+        self.process_start = now
+        self._metrics = _ProcessMetrics()
+        self._dead = False
+        self._hanging = False
+        self._release_hung()
+
+    def stop(self) -> None:
+        """The pod was stopped or terminated; `restart(now)` brings it back."""
+        self.die()
+
+    def recover(self) -> None:
+        self._dead = False
+        self._hanging = False
+        self._slow_s = 0.0
+        self._error_ratio = 0.0
+        self._release_hung()
+
+    def _release_hung(self) -> None:
+        # Knobs may be turned from another thread than the one serving (tests do).
+        for waiter in list(self._hung):
+            waiter.get_loop().call_soon_threadsafe(_finish, waiter)
+        self._hung.clear()
+
+    # -- serving -----------------------------------------------------------------------
+
+    def metrics_text(self) -> bytes:
+        return generate_latest(self._exposed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await reject_non_http(scope, receive, send):
+            return
+        request = await read_request(scope, receive)
+        if not self.is_serving:
+            await _text(send, 502, b"service is not running\n")
+            return
+        if self._hanging:
+            waiter = asyncio.get_running_loop().create_future()
+            self._hung.add(waiter)
+            await waiter  # until recover(), restart(), die() or the client gives up
+            if not self.is_serving:
+                await _text(send, 502, b"service is not running\n")
+                return
+        if self._slow_s:
+            await asyncio.sleep(self._slow_s)
+        path = request.path
+        if path == self.health_path:
+            await _text(send, 200, b"ok\n")
+        elif path == self.metrics_path:
+            await self._serve_metrics(request, send)
+        elif path in APP_PATHS:
+            await self._serve_request(send)
+        else:
+            await _text(send, 404, b"not found\n")
+
+    async def _serve_metrics(self, request: Request, send: Send) -> None:
+        if self._token is not None:
+            given = request.query.get(self.token_param, [])
+            if not given:
+                await _text(send, 401, b"metrics token required\n")
+                return
+            if not hmac.compare_digest(given[0].encode(), self._token.encode()):
+                await _text(send, 403, b"metrics token rejected\n")
+                return
+        await send_bytes(send, 200, self.metrics_text(), content_type=METRICS_TYPE)
+
+    async def _serve_request(self, send: Send) -> None:
+        metrics = self._metrics
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        metrics.queue.inc()
+        try:
+            if self.latency_s:
+                await asyncio.sleep(self.latency_s)
+            self._error_credit += self._error_ratio
+            failed = self._error_credit >= 1.0
+            if failed:
+                self._error_credit -= 1.0
+        finally:
+            metrics.queue.dec()
+        metrics.requests.inc()
+        metrics.duration.observe(loop.time() - started)
+        if failed:
+            metrics.errors.inc()
+            await _text(send, 500, b"inference failed\n")
+        else:
+            await send_bytes(send, 200, b'{"output": "ok"}\n', content_type="application/json")
+
+
+class HostRouter:
+    """RunPod's proxy in miniature: routes `{pod_id}-{port}.proxy.runpod.net` by Host.
+
+    Unknown hosts get 404, a pod that is not serving gets 502, as RunPod's proxy does.
+    `pods` is read on every request, so the caller may add and remove pods live.
+    """
+
+    def __init__(self, pods: MutableMapping[str, FakeInferencePod], *, port: int = 80) -> None:
+        self.pods = pods
+        self.port = port
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await reject_non_http(scope, receive, send):
+            return
+        host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
+        pod = self.pods.get(pod_id_from_host(host, port=self.port) or "")
+        if pod is None:
+            await _text(send, 404, b"no such pod\n")
+        elif not pod.is_serving:
+            await _text(send, 502, b"service is not running\n")
+        else:
+            await pod(scope, receive, send)
+
+
+def pod_id_from_host(host: str, *, port: int) -> str | None:
+    """`abc123-80.proxy.runpod.net` -> `abc123` (None when it is not a proxy host)."""
+    name = host.split(":", 1)[0]
+    suffix = f"-{port}.proxy.runpod.net"
+    if not name.lower().endswith(suffix) or len(name) == len(suffix):
+        return None
+    return name[: -len(suffix)]
+
+
+async def _text(send: Send, status: int, body: bytes) -> None:
+    await send_bytes(send, status, body, content_type="text/plain")
+
+
+def _finish(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)

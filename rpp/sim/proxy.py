@@ -1,0 +1,102 @@
+"""RunPod's HTTP proxy, emulated: Host `{podId}-{port}.proxy.runpod.net` -> that pod.
+
+The controller never reaches a pod directly: nginx slots and probes go through
+`https://{podId}-{port}.proxy.runpod.net`, which routes on the host name. This app
+does the same over the fake cloud, so the prober, nginx and Prometheus in tests see
+what they would see on RunPod:
+
+- the pod is RUNNING, the port is declared `<port>/http`, and its service answers:
+  the service's answer, unchanged;
+- the pod exists but is not RUNNING, the port is not an http port, or nothing listens
+  (the server's `is_serving` is False, or it fails before answering): 502;
+- the service takes longer than the CDN's limit (100 s; configurable): 524, measured
+  on the event loop's clock, so the simulator's virtual time drives it too;
+- no such pod: 404.
+
+The service's answer is buffered whole before it is forwarded, so a 524 never
+follows a half-sent answer; inference answers are small enough for that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from rpp.observations import PodStatus
+from rpp.sim import asgi_io as io
+from rpp.sim.cloud import FakeCloud
+
+PROXY_SUFFIX = ".proxy.runpod.net"
+CDN_LIMIT_S = 100.0
+_HOST = re.compile(r"^(?P<pod>[a-z0-9]+)-(?P<port>\d+)\.proxy\.runpod\.net$")
+
+
+def proxy_host(pod_id: str, port: int) -> str:
+    return f"{pod_id}-{port}{PROXY_SUFFIX}"
+
+
+async def _send_text(send: io.Send, status: int, text: str) -> None:
+    await io.send_bytes(send, status, text.encode(), content_type="text/plain; charset=utf-8")
+
+
+class ProxyApp:
+    """ASGI app: the RunPod proxy in front of every fake pod's server."""
+
+    def __init__(self, cloud: FakeCloud, *, limit_s: float = CDN_LIMIT_S) -> None:
+        self.cloud = cloud
+        self.limit_s = limit_s
+
+    async def __call__(self, scope: io.Scope, receive: io.Receive, send: io.Send) -> None:
+        if await io.reject_non_http(scope, receive, send):
+            return
+        host = io.headers_of(scope).get("host", "").rsplit(":", 1)[0].lower()
+        match = _HOST.match(host)
+        if match is None:
+            await _send_text(send, 404, f"{host or 'no host'} is not a RunPod proxy host\n")
+            return
+        pod = self.cloud.pods.get(match["pod"])
+        if pod is None:
+            await _send_text(send, 404, f"pod {match['pod']} not found\n")
+            return
+        port = int(match["port"])
+        running = self.cloud.status(pod) is PodStatus.RUNNING
+        server = pod.server
+        if not running or port not in pod.info.http_ports or not (server and server.is_serving):
+            await _send_text(send, 502, "502 Bad Gateway: the pod's service is not running\n")
+            return
+        messages: list[io.Message] = []
+
+        async def buffer(message: io.Message) -> None:
+            messages.append(message)
+
+        try:
+            async with asyncio.timeout(self.limit_s):
+                await server(scope, receive, buffer)
+        except TimeoutError:
+            await _send_text(send, 524, "524: the origin did not answer in time\n")
+            return
+        except Exception:  # a service that crashed or is not listening: the CDN sees 502
+            if not any(m["type"] == "http.response.start" for m in messages):
+                await _send_text(send, 502, "502 Bad Gateway: the pod's service is down\n")
+                return
+        if not any(m["type"] == "http.response.start" for m in messages):
+            await _send_text(send, 502, "502 Bad Gateway: the pod's service gave no answer\n")
+            return
+        for message in messages:
+            await send(message)
+        if messages[-1]["type"] != "http.response.body" or messages[-1].get("more_body"):
+            await send({"type": "http.response.body", "body": b""})  # close a cut-off answer
+
+
+def route_by_host(api: io.ASGIApp, proxy: io.ASGIApp) -> io.ASGIApp:
+    """One server for both: proxy hosts go to the proxy, everything else to the API."""
+
+    async def app(scope: io.Scope, receive: io.Receive, send: io.Send) -> None:
+        if scope["type"] == "http":
+            host = io.headers_of(scope).get("host", "").rsplit(":", 1)[0].lower()
+            if host.endswith(PROXY_SUFFIX):
+                await proxy(scope, receive, send)
+                return
+        await api(scope, receive, send)
+
+    return app
