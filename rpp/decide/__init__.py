@@ -1,0 +1,1 @@
+"""Decide: pure functions of (spec, persisted status, observations, now). No I/O, no clock."""

@@ -1,0 +1,296 @@
+"""The prober over real HTTP against fake inference pods behind a Host-routing proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator, MutableMapping
+
+import httpx
+import pytest
+
+from rpp.clock import ManualClock
+from rpp.observe.prober import (
+    DEFAULT_URL_PATTERN,
+    Prober,
+    ProbeSettings,
+    ProbeTarget,
+    make_client,
+    probe_settings_from_spec,
+    proxy_url,
+    url_pattern_from,
+)
+from rpp.sim.asgi_io import Receive, Scope, Send, send_bytes
+from rpp.sim.inference import FakeInferencePod, HostRouter
+from rpp.sim.localhttp import serve_local
+from rpp.spec_load import load_spec
+
+START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+TOKEN = "tok-3f9a-very-secret"
+SETTINGS = ProbeSettings()
+
+
+class Fleet:
+    """Fake pods behind one local proxy, and a prober pointed at it."""
+
+    def __init__(self, port: int, pods: MutableMapping[str, FakeInferencePod]) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+        self.pods = pods
+        self.clock = ManualClock(START)
+
+    def add(self, pod_id: str, **kwargs: object) -> FakeInferencePod:
+        pod = FakeInferencePod(pod_id=pod_id, clock=self.clock, **kwargs)  # type: ignore[arg-type]
+        self.pods[pod_id] = pod
+        return pod
+
+
+@pytest.fixture
+async def fleet() -> AsyncIterator[Fleet]:
+    pods: dict[str, FakeInferencePod] = {}
+    async with serve_local(HostRouter(pods)) as port:
+        yield Fleet(port, pods)
+        for pod in pods.values():
+            pod.recover()  # release hung requests so the server stops at once
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with make_client() as client:
+        yield client
+
+
+def prober_for(fleet: Fleet, client: httpx.AsyncClient, **kwargs: object) -> Prober:
+    return Prober(client=client, url_pattern=fleet.base, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_healthy_pod_passes_with_latencies_and_its_process_start(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    fleet.add("pod-a", metrics_token=TOKEN)
+    results = await prober_for(fleet, client).probe_pool(
+        ["pod-a"], settings=SETTINGS, metrics_token=TOKEN
+    )
+    result = results["pod-a"]
+    assert result.passed
+    assert result.health_ok
+    assert result.metrics_ok
+    assert result.error is None
+    assert result.health_latency_s is not None
+    assert result.health_latency_s >= 0
+    assert result.metrics_latency_s is not None
+    assert result.process_start == START.timestamp()
+
+
+async def test_dead_pod_fails_both_probes_with_the_proxy_status(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    fleet.add("pod-a").die()
+    result = (await prober_for(fleet, client).probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
+    assert not result.passed
+    assert not result.health_ok
+    assert not result.metrics_ok
+    assert result.error == "health /health: HTTP 502; metrics /metrics: HTTP 502"
+
+
+async def test_hung_pod_fails_after_the_timeout_not_later(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    fleet.add("pod-a").hang()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    results = await prober_for(fleet, client, timeout_s=0.3).probe_pool(
+        ["pod-a"], settings=SETTINGS, metrics_token=None
+    )
+    elapsed = loop.time() - started
+    assert 0.3 <= elapsed < 1.0
+    result = results["pod-a"]
+    assert not result.passed
+    assert result.health_latency_s is None
+    assert result.metrics_latency_s is None
+    assert result.error is not None
+    assert "timed out after 0.3s" in result.error
+
+
+async def test_slow_pod_passes_and_reports_its_metrics_latency(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    fleet.add("pod-a").slow(0.25)
+    result = (await prober_for(fleet, client).probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
+    assert result.passed
+    assert result.metrics_latency_s is not None
+    assert result.metrics_latency_s >= 0.25
+
+
+async def test_rejected_token_fails_metrics_and_the_error_never_contains_it(
+    fleet: Fleet, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    fleet.add("pod-a", metrics_token=TOKEN)
+    wrong = "wrong-token-771"
+    caplog.set_level(logging.DEBUG)
+    prober = prober_for(fleet, client)
+    rejected = (await prober.probe([ProbeTarget(pod_id="pod-a", metrics_token=wrong)]))["pod-a"]
+    absent = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
+    assert rejected.health_ok
+    assert not rejected.metrics_ok
+    assert not rejected.passed
+    assert rejected.error == "metrics /metrics: HTTP 403"
+    assert absent.error == "metrics /metrics: HTTP 401"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "HTTP Request" in logged  # httpx did log the requests...
+    assert wrong not in logged  # ...without the token in the URL
+
+
+async def test_token_goes_in_the_pools_query_parameter(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    fleet.add("pod-a", metrics_token=TOKEN, token_param="key")
+    settings = ProbeSettings(token_param="key")
+    result = (
+        await prober_for(fleet, client).probe_pool(
+            ["pod-a"], settings=settings, metrics_token=TOKEN
+        )
+    )["pod-a"]
+    assert result.passed
+
+
+async def test_unreachable_proxy_gives_a_connection_error_without_the_token(
+    client: httpx.AsyncClient,
+) -> None:
+    async with serve_local(HostRouter({})) as port:
+        pass  # the port is now closed: nothing listens there
+    prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}")
+    result = (await prober.probe([ProbeTarget(pod_id="pod-a", metrics_token=TOKEN)]))["pod-a"]
+    assert not result.passed
+    assert result.error is not None
+    assert "connection failed (ConnectError" in result.error
+    assert TOKEN not in result.error
+
+
+async def test_missing_required_metric_fails_the_probe_and_names_the_metric(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    fleet.add("pod-a")
+    prober = prober_for(fleet, client)
+    missing = ProbeSettings(require_metric="vllm_num_requests_waiting")
+    present = ProbeSettings(require_metric="app_queue_length")
+    failed = (await prober.probe_pool(["pod-a"], settings=missing, metrics_token=None))["pod-a"]
+    passed = (await prober.probe_pool(["pod-a"], settings=present, metrics_token=None))["pod-a"]
+    assert not failed.passed
+    assert failed.health_ok
+    assert not failed.metrics_ok
+    assert failed.error == (
+        "metrics /metrics: required metric 'vllm_num_requests_waiting' is missing"
+    )
+    assert passed.passed
+
+
+async def not_prometheus(scope: Scope, receive: Receive, send: Send) -> None:
+    await send_bytes(send, 200, b"<html>metrics live elsewhere</html>", content_type="text/html")
+
+
+async def test_unparseable_metrics_page_passes_unless_a_metric_is_required(
+    client: httpx.AsyncClient,
+) -> None:
+    async with serve_local(not_prometheus) as port:
+        prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}")
+        plain = (await prober.probe([ProbeTarget(pod_id="x")]))["x"]
+        strict = (
+            await prober.probe(
+                [ProbeTarget(pod_id="x", settings=ProbeSettings(require_metric="up"))]
+            )
+        )["x"]
+    assert plain.passed
+    assert plain.process_start is None
+    assert not strict.passed
+    assert strict.error is not None
+    assert "not Prometheus text format" in strict.error
+
+
+async def test_restart_shows_as_a_newer_process_start(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    pod = fleet.add("pod-a")
+    prober = prober_for(fleet, client)
+    before = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"].process_start
+    pod.restart(fleet.clock.advance(90))
+    after = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"].process_start
+    assert before == START.timestamp()
+    assert after == START.timestamp() + 90
+
+
+async def test_concurrency_is_bounded_and_used(client: httpx.AsyncClient) -> None:
+    pods: dict[str, FakeInferencePod] = {}
+    router = HostRouter(pods)
+    in_flight: set[str] = set()
+    peak = 0
+
+    async def counting(scope: Scope, receive: Receive, send: Send) -> None:
+        nonlocal peak
+        host = dict(scope.get("headers", [])).get(b"host", b"").decode()
+        in_flight.add(host)
+        peak = max(peak, len(in_flight))
+        try:
+            await router(scope, receive, send)
+        finally:
+            in_flight.discard(host)
+
+    clock = ManualClock(START)
+    for i in range(9):
+        pods[f"p{i}"] = FakeInferencePod(pod_id=f"p{i}", clock=clock)
+        pods[f"p{i}"].slow(0.1)
+    async with serve_local(counting) as port:
+        prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}", concurrency=3)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        results = await prober.probe(ProbeTarget(pod_id=p) for p in pods)
+        elapsed = loop.time() - started
+    assert all(r.passed for r in results.values())
+    assert len(results) == 9
+    assert peak == 3  # three pods at a time (health and metrics of one pod count once)
+    assert elapsed >= 0.3  # 9 pods / 3 at a time x 0.1 s
+
+
+async def test_in_process_transport_probes_without_sockets() -> None:
+    pods = {"pod-a": FakeInferencePod(pod_id="pod-a", clock=ManualClock(START))}
+    transport = httpx.ASGITransport(app=HostRouter(pods))
+    async with make_client(transport=transport) as client:
+        prober = Prober(client=client, url_pattern="http://proxy.invalid")
+        result = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
+    assert result.passed
+    assert result.process_start == START.timestamp()
+
+
+def test_proxy_urls_follow_runpods_pattern_or_one_base() -> None:
+    assert url_pattern_from(None) == DEFAULT_URL_PATTERN
+    assert proxy_url(DEFAULT_URL_PATTERN, pod_id="abc", port=8000) == (
+        "https://abc-8000.proxy.runpod.net"
+    )
+    assert url_pattern_from("http://127.0.0.1:9000/") == "http://127.0.0.1:9000"
+
+
+def test_bad_proxy_settings_are_refused_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match=r"RUNPOD_PROXY_URL 'ftp://x' is not an http\(s\) URL"):
+        url_pattern_from("ftp://x")
+    client = httpx.AsyncClient()
+    with pytest.raises(ValueError, match=r"pattern 'https://\{podid\}' is invalid"):
+        Prober(client=client, url_pattern="https://{podid}")
+    with pytest.raises(ValueError, match="concurrency must be at least 1, got 0"):
+        Prober(client=client, concurrency=0)
+
+
+def test_probe_settings_come_from_the_pool_spec() -> None:
+    pool, problems = load_spec(
+        "inference",
+        {"port": 8000, "probe": {"healthPath": "/ready", "timeout": "5s", "requireMetric": "up"}},
+    )
+    assert problems == []
+    assert pool is not None
+    assert probe_settings_from_spec(pool) == ProbeSettings(
+        port=8000,
+        health_path="/ready",
+        metrics_path="/metrics",
+        token_param="token",
+        require_metric="up",
+        timeout_s=5.0,
+    )
