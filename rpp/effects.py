@@ -143,6 +143,9 @@ class WriteSlots:
 
     action: ClassVar[ActionKind] = "write-slots"
     slots: tuple[tuple[int, str], ...]
+    # The rendered ConfigMap data (rpp/nginx_slots.py), as sorted (key, text) pairs.
+    data: tuple[tuple[str, str], ...] = ()
+    create: bool = False  # the ConfigMap is missing: create it (Manage only)
 
     @property
     def pod(self) -> None:

@@ -117,3 +117,40 @@ class PrometheusReading:
     per_pod: Mapping[str, PodMetrics] = field(default_factory=dict)
     autoscaling_value: float | None = None
     problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SecretState:
+    """What the loop learned about the pool's env Secret, without its values.
+
+    `configured` is False when the pool names no envFromSecret. `problem` says why the
+    pool cannot act (Secret missing, metrics token key absent, forbidden to read it).
+    The token itself travels to the prober separately and never lands in decide.
+    """
+
+    configured: bool = False
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class PoolObservation:
+    """Everything observe gathered for one pool in one loop.
+
+    `pods` is the whole RunPod listing of this loop (one call serves every pool); decide
+    keeps the pool's own pods. None means the listing failed, and `runpod_error` says
+    why: without it the pool judges nothing and does not act (NotActing).
+    `slots` is the slots ConfigMap's data, None when it does not exist; `slots_error`
+    is set when it could not be read at all.
+    """
+
+    pods: tuple[RunPodPod, ...] | None
+    runpod_error: str | None = None
+    notices: Mapping[str, HostNotice] | None = None
+    notices_error: str | None = None
+    probes: Mapping[str, ProbeResult] = field(default_factory=dict)
+    prometheus: PrometheusReading = field(
+        default_factory=lambda: PrometheusReading(available=False, problems=("not queried",))
+    )
+    slots: Mapping[str, str] | None = None
+    slots_error: str | None = None
+    secret: SecretState = field(default_factory=SecretState)

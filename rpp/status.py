@@ -220,8 +220,17 @@ class PoolStatus:
 
     # --- time-windowed logs ---------------------------------------------------------
 
-    def with_create_attempt(self, now: dt.datetime, outcome: str) -> PoolStatus:
-        attempt = CreateAttempt(time=now, outcome=outcome)
+    def with_create_attempt(
+        self,
+        now: dt.datetime,
+        outcome: str,
+        *,
+        name: str | None = None,
+        replacement_for: str | None = None,
+    ) -> PoolStatus:
+        attempt = CreateAttempt(
+            time=now, outcome=outcome, name=name, replacement_for=replacement_for
+        )
         return self.replace(create_log=(*self.create_log, attempt))
 
     def creates_in_last_hour(self, now: dt.datetime) -> int:

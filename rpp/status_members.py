@@ -129,6 +129,7 @@ class UpdateProgress:
     started_at: dt.datetime | None = None
     process_start_before: float | None = None
     rollback: bool = False
+    refused: str | None = None  # RunPod's words when it refused the last UpdatePod
 
     def __post_init__(self) -> None:
         _freeze_times(self, "started_at")
@@ -147,6 +148,7 @@ class UpdateProgress:
                 "startedAt": write_time(self.started_at),
                 "processStartBefore": self.process_start_before,
                 "rollback": self.rollback,
+                "refused": self.refused,
             }
         )
 
@@ -160,6 +162,7 @@ class UpdateProgress:
             started_at=f.opt_time("startedAt"),
             process_start_before=f.opt_number("processStartBefore"),
             rollback=f.flag("rollback"),
+            refused=f.opt_text("refused"),
         )
 
 

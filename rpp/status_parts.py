@@ -238,17 +238,31 @@ class CreateAttempt:
 
     time: dt.datetime
     outcome: str
+    name: str | None = None  # the pod name asked for: the next listing adopts it by name
+    replacement_for: str | None = None  # so an adopted pod keeps its replacement link
 
     def __post_init__(self) -> None:
         _set(self, "time", opt_stamp(self.time))
 
     def for_storage(self) -> dict[str, Any]:
-        return {"time": write_time(self.time), "outcome": self.outcome}
+        return drop_none(
+            {
+                "time": write_time(self.time),
+                "outcome": self.outcome,
+                "name": self.name,
+                "replacementFor": self.replacement_for,
+            }
+        )
 
     @classmethod
     def from_storage(cls, data: object, path: str) -> CreateAttempt:
         f = Fields(data, path)
-        return cls(time=f.time("time"), outcome=f.opt_text("outcome") or "")
+        return cls(
+            time=f.time("time"),
+            outcome=f.opt_text("outcome") or "",
+            name=f.opt_text("name"),
+            replacement_for=f.opt_text("replacementFor"),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,1 @@
+"""Act: the only code that carries effects out (RunPod, Kubernetes)."""

@@ -1,0 +1,381 @@
+"""Decide one loop of one pool: (spec, status, observations, now) -> (status, effects).
+
+This is the pure heart of the controller (ARCHITECTURE.md: observe -> decide -> act).
+It reads no clock, network or environment; the executor (rpp/act/) carries the effects
+out according to the pool's mode, then folds their outcomes into the status
+(rpp/decide/outcomes.py).
+
+The pool steps run in the seed's order: the member machines first (drained members
+finish, warming members are wired or time out, flagged members are unwired when
+unreachable, vanished members leave), then flagged members whose replacement is wired
+drain, then one create (a replacement first, then the size), then the slots. Every mode
+runs the same decisions:
+
+- Manage: the new status is the one the effects lead to; the executor acts.
+- DryRun: the effects are the plan (status.plannedActions, `would:` log lines); member
+  records keep describing reality, so a member whose step needs an action (a wire, a
+  terminate...) keeps its previous phase, refreshed with this loop's facts.
+- Observe: the same judgement, nothing planned: status, metrics and SD only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from rpp.decide import capacity, judgement
+from rpp.decide.conditions import Cond, Conditions
+from rpp.decide.health import PoolHealth
+from rpp.decide.membership import find_new_members
+from rpp.decide.ownership import owned_pods
+from rpp.decide.slots import render_for, slots_effect
+from rpp.effects import Effect, RecordEvent, TerminatePod, WriteSlots
+from rpp.machines import member_step
+from rpp.machines.signals import MemberSettings, MemberSignals, refresh
+from rpp.nginx_slots import DEFAULT_PROXY_URL, SlotsFormatError, slot_ports, wired_pods
+from rpp.observations import PoolObservation, RunPodPod
+from rpp.spec import Mode, RunPodPoolSpec
+from rpp.status import PoolStatus
+from rpp.status_members import DrainReason, MemberRecord, Phase
+from rpp.status_parts import HistoryEntry
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A member changed phase this loop (kept in status: real in every mode)."""
+
+    pod: str
+    source: str
+    target: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What decide returns: the next status, the effects in order, and what moved."""
+
+    status: PoolStatus
+    effects: tuple[Effect, ...]
+    log: tuple[str, ...] = ()
+    transitions: tuple[Transition, ...] = ()
+
+
+def settings_for(spec: RunPodPoolSpec) -> MemberSettings:
+    """The member machine's durations, from the spec (an update gets a warm-up's time)."""
+    return MemberSettings(
+        warmup_timeout_s=spec.health.warmup_timeout,
+        drain_period_s=spec.drain.period,
+        update_timeout_s=spec.health.warmup_timeout,
+    )
+
+
+@dataclass
+class _Loop:
+    """The working state of one decide call."""
+
+    pool: str
+    spec: RunPodPoolSpec
+    obs: PoolObservation
+    now: dt.datetime
+    conds: Conditions
+    proxy_url: str
+    settings: MemberSettings
+    owned: tuple[RunPodPod, ...] = ()
+    effects: list[Effect] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    transitions: list[Transition] = field(default_factory=list)
+
+    def pod(self, pod_id: str) -> RunPodPod | None:
+        return next((p for p in self.owned if p.id == pod_id), None)
+
+
+def decide(
+    *,
+    pool: str,
+    generation: int,
+    spec: RunPodPoolSpec,
+    status: PoolStatus,
+    obs: PoolObservation,
+    now: dt.datetime,
+    proxy_url: str = DEFAULT_PROXY_URL,
+) -> Decision:
+    """One loop of one pool; see the module docstring for the steps and the modes."""
+    conds = Conditions(status, now=now, generation=generation)
+    conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
+    loop = _Loop(pool, spec, obs, now, conds, proxy_url, settings_for(spec))
+    if obs.pods is None:
+        conds.set(
+            Cond.NOT_ACTING,
+            true=True,
+            reason="RunPodUnavailable",
+            message=f"RunPod's pod list could not be read ({obs.runpod_error}); the pool "
+            "judges and changes nothing until it can",
+        )
+        return _finish(loop, generation=generation, desired=status.desired)
+    loop.owned = owned_pods(spec, obs.pods)
+    blockers, wired_now = _blockers(loop)
+    for found in find_new_members(status=conds.status, owned=loop.owned, wired=wired_now, now=now):
+        conds.status = conds.status.with_member(found.record).with_history(
+            HistoryEntry(
+                time=now, action="adopt", outcome="ok", detail=found.how, pod=found.record.pod_id
+            )
+        )
+        _log(loop, found.how)
+    if blockers:
+        conds.set(
+            Cond.NOT_ACTING,
+            true=True,
+            reason=blockers[0][0],
+            message="; ".join(message for _, message in blockers),
+        )
+        members = tuple(
+            refresh(m, _plain(loop, m.pod_id, probe=True), now) for m in conds.status.members
+        )
+        conds.status = conds.status.replace(members=members)
+        return _finish(loop, generation=generation, desired=spec.replicas.min)
+    conds.clear(Cond.NOT_ACTING, reason="Acting", message="the pool has what it needs to act")
+    health = judgement.judge(spec=spec, status=conds.status, obs=obs, now=now, conds=conds)
+    planned, real = _drive_members(loop, health)
+    desired = spec.replicas.min
+    _drain_replaced(loop, planned)
+    wish = capacity.wanted_create(members=planned, desired=desired, pool_wide=health.pool_wide)
+    create = _create(loop, wish)
+    if wish is None:
+        _scale_down(loop, planned, desired)
+    write = slots_effect(
+        pool=pool, spec=spec, members=planned, observed=obs.slots, proxy_url=proxy_url
+    )
+    if write is not None:
+        loop.effects.append(write)
+    if create is not None:
+        loop.effects.append(create)
+    if spec.mode is Mode.MANAGE:
+        for effect in loop.effects:
+            if isinstance(effect, TerminatePod) and effect.cooldown_datacenter:
+                conds.status = conds.status.with_datacenter_replacement(
+                    effect.cooldown_datacenter, now
+                )
+    kept = planned if spec.mode is Mode.MANAGE else real
+    conds.status = conds.status.replace(members=tuple(m for m in kept if m.phase != Phase.GONE))
+    return _finish(loop, generation=generation, desired=desired)
+
+
+def _log(loop: _Loop, line: str) -> None:
+    loop.log.append(line)
+
+
+def _plain(loop: _Loop, pod_id: str, *, probe: bool = False) -> MemberSignals:
+    """Signals with only the listing (and the probe): for pool orders and NotActing."""
+    return MemberSignals(
+        settings=loop.settings,
+        pod=loop.pod(pod_id),
+        probe=loop.obs.probes.get(pod_id) if probe else None,
+    )
+
+
+def _blockers(loop: _Loop) -> tuple[list[tuple[str, str]], dict[int, str]]:
+    """What keeps the pool from acting (NotActing), and what nginx serves now."""
+    obs, spec = loop.obs, loop.spec
+    blockers: list[tuple[str, str]] = []
+    wired: dict[int, str] = {}
+    name = spec.nginx.slots_config_map
+    if obs.slots_error:
+        blockers.append(("SlotsUnavailable", f"the slots ConfigMap {name}: {obs.slots_error}"))
+    elif obs.slots is None:
+        if spec.mode is Mode.MANAGE:
+            blockers.append(
+                (
+                    "SlotsConfigMapCreated",
+                    f"the slots ConfigMap {name} did not exist; the controller creates it "
+                    "empty now: check that nginx mounts it (examples/nginx.yaml)",
+                )
+            )
+            empty = render_for(pool=loop.pool, spec=spec, members=(), proxy_url=loop.proxy_url)
+            assert loop.effects is not None
+            loop.effects.append(WriteSlots(slots=(), data=empty.data, create=True))
+        else:
+            blockers.append(
+                (
+                    "SlotsConfigMapMissing",
+                    f"the slots ConfigMap {name} does not exist: apply "
+                    "examples/slots-bootstrap.yaml (once)",
+                )
+            )
+    else:
+        try:
+            wired = wired_pods(obs.slots)
+        except SlotsFormatError as err:
+            blockers.append(("SlotsUnreadable", f"the slots ConfigMap {name}: {err}"))
+    if obs.secret.problem:
+        blockers.append(("EnvSecretUnavailable", obs.secret.problem))
+    return blockers, wired
+
+
+def _drive_members(
+    loop: _Loop, health: PoolHealth
+) -> tuple[list[MemberRecord], list[MemberRecord]]:
+    """Run every member's machine once; return the planned and the real records.
+
+    Members coming back from an update get free slots first, then warming ones by age.
+    `last_wired` is recomputed before each member, so two unreachable pods are never
+    both unwired in the same loop.
+    """
+    order = {Phase.UPDATING: 0, Phase.WARMING: 1}
+    members = sorted(
+        loop.conds.status.members,
+        key=lambda m: (order.get(Phase(m.phase), 2), m.since, m.pod_id),
+    )
+    current = {m.pod_id: m for m in members}
+    ports = slot_ports(loop.spec)
+    planned: list[MemberRecord] = []
+    real: list[MemberRecord] = []
+    for m in members:
+        verdict = health.members.get(m.pod_id)
+        used = {x.slot for x in current.values() if x.slot is not None}
+        others_wired = any(x.slot is not None for pid, x in current.items() if pid != m.pod_id)
+        free = [p for p in ports if p not in used]
+        signals = MemberSignals(
+            settings=loop.settings,
+            pod=loop.pod(m.pod_id),
+            probe=loop.obs.probes.get(m.pod_id),
+            breaches=None if verdict is None else verdict.breaches,
+            flagged=() if verdict is None else verdict.flagged,
+            reasons={} if verdict is None else verdict.reasons,
+            pool_wide=health.pool_wide,
+            last_wired=not others_wired,
+            offered_slot=free[0] if free and m.phase in (Phase.WARMING, Phase.UPDATING) else None,
+            update_refused=bool(m.update and m.update.refused),
+        )
+        step = member_step.observe(m, signals=signals, now=loop.now)
+        current[m.pod_id] = step.record
+        planned.append(step.record)
+        acts = [e for e in step.effects if not isinstance(e, RecordEvent)]
+        kept_real = refresh(m, signals, loop.now) if acts else step.record
+        real.append(kept_real)
+        loop.effects += step.effects
+        if loop.spec.mode is Mode.MANAGE or not acts:
+            _transition(loop, m, step)
+    return planned, real
+
+
+def _transition(loop: _Loop, before: MemberRecord, step: member_step.MemberStep) -> None:
+    """Note a phase change, with the machine's own words for why."""
+    after = step.record
+    if after.phase == before.phase:
+        return
+    said = [e.message for e in step.effects if isinstance(e, RecordEvent)]
+    reason = (
+        said[0] if said else after.flagged_reason or after.drain_reason or step.moves[-1].event
+    )
+    loop.transitions.append(Transition(before.pod_id, before.phase, after.phase, reason))
+    loop.conds.status = loop.conds.status.with_history(
+        HistoryEntry(
+            time=loop.now,
+            action="transition",
+            outcome=f"{before.phase} -> {after.phase}",
+            detail=reason,
+            pod=before.pod_id,
+        )
+    )
+    _log(loop, f"{before.pod_id}: {before.phase} -> {after.phase}: {reason}")
+
+
+def _drain_replaced(loop: _Loop, planned: list[MemberRecord]) -> None:
+    """Pool step 3, second half: a flagged member whose replacement is wired drains."""
+    for i, m in enumerate(planned):
+        if m.phase != Phase.FLAGGED:
+            continue
+        repl = next((r for r in planned if r.replacement_for == m.pod_id), None)
+        if repl is None or repl.phase != Phase.READY or repl.slot is None:
+            continue
+        step = member_step.replacement_wired(m, signals=_plain(loop, m.pod_id), now=loop.now)
+        planned[i] = step.record.replace(replaced_by=repl.pod_id)
+        loop.effects += step.effects
+        if loop.spec.mode is Mode.MANAGE:
+            _transition(loop, m, step)
+
+
+def _create(loop: _Loop, wish: capacity.CreateWish | None) -> Effect | None:
+    """Pool step 4 (and replacements): the one create of this loop, or why not."""
+    conds, spec, status = loop.conds, loop.spec, loop.conds.status
+    effect = None
+    if wish is None:
+        conds.clear(
+            Cond.CREATE_BLOCKED, reason="NoCreateNeeded", message="the pool has the pods it wants"
+        )
+    elif spec.mode is not Mode.OBSERVE:
+        plan = capacity.plan_create(
+            pool=loop.pool, spec=spec, status=status, wish=wish, owned=loop.owned, now=loop.now
+        )
+        if plan.block is not None:
+            conds.set(
+                Cond.CREATE_BLOCKED,
+                true=True,
+                reason=plan.block.reason,
+                message=f"the pool wants a pod ({wish.reason}) but {plan.block.message}",
+            )
+        else:
+            effect = plan.effect
+            conds.clear(Cond.CREATE_BLOCKED, reason="CreateAllowed", message="creates are allowed")
+    refusal = status.last_capacity_refusal
+    if wish is not None and refusal is not None:
+        conds.set(
+            Cond.CAPACITY_UNAVAILABLE,
+            true=True,
+            reason="NoStock",
+            message=f"the pool needs a pod ({wish.reason}) and RunPod refused the last create "
+            f"for lack of stock: tried {', '.join(refusal.gpu_types)} in "
+            f"{', '.join(refusal.datacenters)} ({refusal.cloud}): {refusal.message}; widen "
+            "gpuTypes, datacenters.allow or cloud, or wait for stock",
+        )
+    else:
+        conds.clear(
+            Cond.CAPACITY_UNAVAILABLE,
+            reason="NotNeeded" if wish is None else "LastCreateNotRefused",
+            message="no pod is waiting for stock",
+        )
+    return effect
+
+
+def _scale_down(loop: _Loop, planned: list[MemberRecord], desired: int) -> None:
+    """Shrink by one pod through the drain when the pool is above its size."""
+    victim = capacity.scale_down_victim(planned, desired=desired)
+    if victim is None:
+        return
+    step = member_step.drain(
+        victim,
+        reason=DrainReason.SCALE_DOWN.value,
+        image=None,
+        signals=_plain(loop, victim.pod_id),
+        now=loop.now,
+    )
+    planned[planned.index(victim)] = step.record
+    loop.effects += step.effects
+    if loop.spec.mode is Mode.MANAGE:
+        _transition(loop, victim, step)
+
+
+def _finish(loop: _Loop, *, generation: int, desired: int) -> Decision:
+    """Conditions' Events, the summary fields, the plan; Observe keeps no effects."""
+    mode = loop.spec.mode
+    status = loop.conds.status
+    effects = [*loop.effects, *loop.conds.events()]
+    actions = [e for e in effects if not isinstance(e, RecordEvent)]
+    status = status.replace(
+        mode=mode.value,
+        observed_generation=generation,
+        desired=desired,
+        ready=sum(1 for m in status.members if m.phase == Phase.READY and m.slot is not None),
+        cost_per_hour=round(sum(p.cost_per_hr for p in loop.owned), 4),
+    ).with_plan(actions if mode is Mode.DRY_RUN else ())
+    status = status.pruned(loop.now)
+    if mode is Mode.OBSERVE:
+        effects = []
+    for effect in actions if mode is not Mode.OBSERVE else ():
+        _log(loop, ("would: " if mode is Mode.DRY_RUN else "") + effect.describe())
+    return Decision(
+        status=status,
+        effects=tuple(effects),
+        log=tuple(loop.log),
+        transitions=tuple(loop.transitions),
+    )

@@ -1,0 +1,117 @@
+"""Helpers for the story tests: a pool in a simulated world, driven loop by loop.
+
+Each story runs on a virtual-time event loop (rpp/sim/virtual_time.py): a loop of the
+controller every `interval` seconds of simulated time, hours in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from rpp.reconcile import PoolResult
+from rpp.sim.virtual_time import VirtualClock, run_virtual
+from rpp.sim.world import World
+from rpp.status import PoolStatus
+
+ROOT = Path(__file__).parents[2]
+T = TypeVar("T")
+DATACENTERS = ["EU-RO-1", "EU-SE-1", "EU-CZ-1"]
+GPU = "NVIDIA GeForce RTX 4090"
+
+
+def pool_manifest(**spec_changes: Any) -> dict[str, Any]:
+    """examples/pool.yaml in Manage mode with a budget, changed by `spec_changes`."""
+    obj = yaml.safe_load((ROOT / "examples" / "pool.yaml").read_text())
+    spec = obj["spec"]
+    spec.update(
+        dryRun=False,
+        templateId="tpl-inference",
+        gpuTypes=[GPU],
+        limits={
+            "maxPods": 4,
+            "maxHourlyCostUsd": 10.0,
+            "maxCreatesPerHour": 3,
+            "estimatedPodCostUsd": 0.7,
+        },
+    )
+    spec["prometheus"] = {"job": "inference-pods"}
+    spec["probe"].pop("requireMetric", None)
+    for key, value in spec_changes.items():
+        spec[key] = value
+    return copy.deepcopy(obj)
+
+
+class Story:
+    """A world with one pool, and the verbs the story tests speak."""
+
+    def __init__(
+        self,
+        clock: VirtualClock,
+        *,
+        manifest: dict[str, Any] | None = None,
+        boot_time: float = 60.0,
+        stock: int = 5,
+    ) -> None:
+        self.clock = clock
+        self.world = World(clock=clock, boot_time=boot_time)
+        self.manifest = manifest or pool_manifest()
+        self.name = self.manifest["metadata"]["name"]
+        self.world.cloud.add_template("tpl-inference", image="ghcr.io/example/inference:1.4.2")
+        for dc in DATACENTERS:
+            self.world.cloud.set_stock(dc, GPU, "SECURE", stock, cost_per_hr=0.69)
+        self.world.kube.put_secret("inference-env", {"METRICS_TOKEN": "tok-123", "HF_TOKEN": "hf"})
+        bootstrap = yaml.safe_load((ROOT / "examples" / "slots-bootstrap.yaml").read_text())
+        self.world.kube.put_config_map(bootstrap["metadata"]["name"], bootstrap["data"])
+        self.world.kube.apply_pool(self.manifest)
+        self.results: list[PoolResult] = []
+
+    async def loops(self, count: int, *, interval: float = 30.0) -> PoolResult:
+        last = None
+        for _ in range(count):
+            results = await self.world.loop()
+            self.results += results
+            last = results[0]
+            await asyncio.sleep(interval)
+        assert last is not None
+        return last
+
+    async def until(
+        self, predicate: Callable[[PoolStatus], bool], *, limit: int = 200, interval: float = 30.0
+    ) -> PoolStatus:
+        for _ in range(limit):
+            result = await self.loops(1, interval=interval)
+            if result.status is not None and predicate(result.status):
+                return result.status
+        raise AssertionError(f"not reached in {limit} loops; last status: {self.status()}")
+
+    def status(self) -> PoolStatus:
+        obj = self.world.kube.pool(self.name)
+        return PoolStatus.from_storage(obj.get("status") or {})
+
+    def wired(self) -> dict[int, str]:
+        from rpp.nginx_slots import wired_pods
+
+        stored = self.world.kube.config_map("inference-nginx-slots")
+        return wired_pods(stored.data if stored else None)
+
+    def effects(self, action: str) -> list[Any]:
+        return [
+            e for r in self.results if r.decision for e in r.decision.effects if e.action == action
+        ]
+
+
+def story(body: Callable[[Story], Awaitable[T]], **kwargs: Any) -> T:
+    async def main(clock: VirtualClock) -> T:
+        s = Story(clock, **kwargs)
+        try:
+            return await body(s)
+        finally:
+            await s.world.close()
+
+    return run_virtual(main)
