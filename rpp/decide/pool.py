@@ -264,9 +264,10 @@ def _transition(loop: _Loop, before: MemberRecord, step: member_step.MemberStep)
     if after.phase == before.phase:
         return
     said = [e.message for e in step.effects if isinstance(e, RecordEvent)]
-    reason = (
-        said[0] if said else after.flagged_reason or after.drain_reason or step.moves[-1].event
-    )
+    done = [e.describe() for e in step.effects if not isinstance(e, RecordEvent)]
+    if after.phase == Phase.DRAINING and after.drain_reason:
+        said.insert(0, f"draining ({after.drain_reason})")
+    reason = "; ".join(said + done) or after.flagged_reason or step.moves[-1].event
     loop.transitions.append(Transition(before.pod_id, before.phase, after.phase, reason))
     loop.conds.status = loop.conds.status.with_history(
         HistoryEntry(
