@@ -261,6 +261,19 @@ async def test_in_process_transport_probes_without_sockets() -> None:
     assert result.process_start == START.timestamp()
 
 
+async def test_a_pod_id_that_makes_no_valid_url_fails_its_probe_not_the_sweep(
+    client: httpx.AsyncClient,
+) -> None:
+    bad = "x\r\nInjected: 1"
+    prober = Prober(client=client, url_pattern="http://{pod_id}.invalid:{port}")
+    results = await prober.probe([ProbeTarget(pod_id=bad)])
+    assert not results[bad].passed
+    assert results[bad].error == (
+        "health /health: request failed (InvalidURL); "
+        "metrics /metrics: request failed (InvalidURL)"
+    )
+
+
 def test_proxy_urls_follow_runpods_pattern_or_one_base() -> None:
     assert url_pattern_from(None) == DEFAULT_URL_PATTERN
     assert proxy_url(DEFAULT_URL_PATTERN, pod_id="abc", port=8000) == (

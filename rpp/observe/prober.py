@@ -155,7 +155,7 @@ class Prober:
         except httpx.TransportError as error:
             reason = _redact(str(error), target.metrics_token) or "no detail"
             return _Answer(False, None, f"connection failed ({type(error).__name__}: {reason})")
-        except httpx.HTTPError as error:
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
             return _Answer(False, None, f"request failed ({type(error).__name__})")
         latency = loop.time() - started
         if response.status_code != 200:
@@ -237,8 +237,9 @@ def make_client(
     Timeouts are the prober's (`asyncio.timeout`), so they hold on a virtual-time loop.
     Keep-alive stays at httpx's default of 20 idle connections: each pod is its own
     origin behind RunPod's proxy, so idle connections are rarely reused a loop later,
-    and httpcore's pool scans its idle connections quadratically (measured: a sweep of
-    1,000 pods took 5x longer with 128 kept alive).
+    and httpcore 1.0's pool scans its idle connections quadratically (measured, 1,000
+    pods at concurrency 64: 6.2 s a sweep with 20 kept alive, 27 s with 64, 47 s with
+    128; benchmarks/bench_probe_sweep.py).
     """
     limits = httpx.Limits(max_connections=2 * concurrency, max_keepalive_connections=20)
     return httpx.AsyncClient(transport=transport, limits=limits, timeout=None)

@@ -82,7 +82,7 @@ class _StartStampedCollector(Collector):
         started = Metric("process_start_time_seconds", "Start time of the process.", "gauge")
         started.add_sample("process_start_time_seconds", {}, start)
         yield started
-        for family in self._pod._metrics.registry.collect():
+        for family in self._pod.process_registry.collect():
             family.samples = [
                 s._replace(value=start) if s.name.endswith("_created") else s
                 for s in family.samples
@@ -113,7 +113,6 @@ class FakeInferencePod:
         self.health_path = health_path
         self.metrics_path = metrics_path
         self.token_param = token_param
-        self._clock = clock
         self._token = metrics_token
         self.process_start = process_start or clock.now()
         self._metrics = _ProcessMetrics()
@@ -182,7 +181,13 @@ class FakeInferencePod:
 
     # -- serving -----------------------------------------------------------------------
 
+    @property
+    def process_registry(self) -> CollectorRegistry:
+        """The current process's own metrics (fresh after each restart)."""
+        return self._metrics.registry
+
     def metrics_text(self) -> bytes:
+        """The metrics page, as the metrics path serves it."""
         return generate_latest(self._exposed)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

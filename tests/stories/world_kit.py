@@ -57,9 +57,11 @@ class Story:
         manifest: dict[str, Any] | None = None,
         boot_time: float = 60.0,
         stock: int = 5,
+        api_key: str | None = None,
     ) -> None:
         self.clock = clock
-        self.world = World(clock=clock, boot_time=boot_time)
+        extra = {} if api_key is None else {"api_key": api_key}
+        self.world = World(clock=clock, boot_time=boot_time, **extra)
         self.manifest = manifest or pool_manifest()
         self.name = self.manifest["metadata"]["name"]
         self.world.cloud.add_template("tpl-inference", image="ghcr.io/example/inference:1.4.2")
@@ -89,6 +91,21 @@ class Story:
             if result.status is not None and predicate(result.status):
                 return result.status
         raise AssertionError(f"not reached in {limit} loops; last status: {self.status()}")
+
+    def out_of_stock(self, *, gpu: str = GPU) -> None:
+        for dc in DATACENTERS:
+            self.world.cloud.set_stock(dc, gpu, "SECURE", 0)
+
+    def restock(self, count: int = 5, *, gpu: str = GPU) -> None:
+        for dc in DATACENTERS:
+            self.world.cloud.set_stock(dc, gpu, "SECURE", count, cost_per_hr=0.69)
+
+    def apply(self, **spec_changes: Any) -> None:
+        """`kubectl apply` of the pool with these spec fields changed."""
+        obj = self.world.kube.pool(self.name)
+        manifest = {k: copy.deepcopy(obj[k]) for k in ("apiVersion", "kind", "metadata", "spec")}
+        manifest["spec"].update(spec_changes)
+        self.world.kube.apply_pool(manifest)
 
     def status(self) -> PoolStatus:
         obj = self.world.kube.pool(self.name)
