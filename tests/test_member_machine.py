@@ -17,7 +17,14 @@ import pytest
 from rpp.clock import UTC
 from rpp.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
 from rpp.machines.member import MemberMachine
-from rpp.machines.member_step import MemberStep, drain, new_member, observe, replacement_wired
+from rpp.machines.member_step import (
+    MemberStep,
+    drain,
+    new_member,
+    observe,
+    replacement_wired,
+    retire,
+)
 from rpp.machines.member_view import MemberView, UnknownPhaseError
 from rpp.machines.signals import MemberSettings, MemberSignals, refresh
 from rpp.observations import PodStatus, ProbeResult, RunPodPod
@@ -124,6 +131,8 @@ def run(case: Case) -> MemberStep:
         return observe(record, signals=sig, now=now)
     if case.event == "drain":
         return drain(record, reason=case.reason or "", image=case.image, signals=sig, now=now)
+    if case.event == "retire":
+        return retire(record, signals=sig, now=now)
     return replacement_wired(record, signals=sig, now=now)
 
 
@@ -178,6 +187,9 @@ FIRES = {
     ),
     "Flagged->Draining replacement_wired": Case(
         "Flagged", "Draining", (Unwire,), event="replacement_wired"
+    ),
+    "Warming->Terminating retire": Case(
+        "Warming", "Terminating", (TerminatePod, RecordEvent), event="retire"
     ),
     "Draining->Updating drain_elapsed and update_planned": Case(
         "Draining",
@@ -429,6 +441,17 @@ class TestOrdersAndErrors:
         case = Case(phase, phase, event="drain", reason="scale-down")
         with pytest.raises(ValueError, match=f"is {phase}; drain does not apply"):
             run(case)
+
+    @pytest.mark.parametrize("phase", [p for p in PHASES if p != "Warming"])
+    def test_retire_of_a_member_that_is_not_warming_is_a_clear_error(self, phase: str) -> None:
+        with pytest.raises(ValueError, match=f"is {phase}; retire does not apply"):
+            run(Case(phase, phase, event="retire"))
+
+    def test_retire_terminates_without_cooldown(self) -> None:
+        step = run(Case("Warming", "Terminating", event="retire"))
+        terminate = next(e for e in step.effects if isinstance(e, TerminatePod))
+        assert terminate.cooldown_datacenter is None
+        assert step.record.drain_reason == "scale-down"
 
     def test_replacement_wired_for_a_member_that_is_not_flagged_is_a_clear_error(self) -> None:
         with pytest.raises(ValueError, match="replacement_wired does not apply"):

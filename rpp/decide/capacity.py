@@ -104,22 +104,22 @@ def plan_create(
 
 
 def scale_down_victim(members: Sequence[MemberRecord], *, desired: int) -> MemberRecord | None:
-    """The Ready member to drain when the pool is above its size, one at a time.
+    """The member to take out when the pool is above its size, one at a time.
 
-    Nothing while a scale-down drain is still under way. Among Ready members the
-    costliest goes first, then the newest (the least proven); a pod not yet wired is
-    not drained here: it is still warming and counts as serving only once Ready.
+    Nothing while a scale-down is still under way. A warming pod (not serving yet)
+    goes before a wired one; within each group the costliest goes first, then the
+    newest (the least proven).
     """
     if any(
-        m.phase == Phase.DRAINING and m.drain_reason == DrainReason.SCALE_DOWN for m in members
+        m.drain_reason == DrainReason.SCALE_DOWN and m.phase in (Phase.DRAINING, Phase.TERMINATING)
+        for m in members
     ):
         return None
     if serving_count(members) <= desired:
         return None
+    warming = [m for m in members if m.phase == Phase.WARMING and not m.replacement_for]
     ready = [m for m in members if m.phase == Phase.READY]
-    if len(ready) <= desired:
+    group = warming or ready
+    if not group:
         return None
-    return max(
-        ready,
-        key=lambda m: (m.cost_per_hr or 0.0, m.created_at or m.since, m.pod_id),
-    )
+    return max(group, key=lambda m: (m.cost_per_hr or 0.0, m.created_at or m.since, m.pod_id))

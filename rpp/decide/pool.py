@@ -8,8 +8,9 @@ out according to the pool's mode, then folds their outcomes into the status
 The pool steps run in the seed's order: the member machines first (drained members
 finish, warming members are wired or time out, flagged members are unwired when
 unreachable, vanished members leave), then flagged members whose replacement is wired
-drain, then one create (a replacement first, then the size), then the slots. Every mode
-runs the same decisions:
+drain, then the autoscaler sets the size, then one create (a replacement first, then
+the size), shrinking one pod at a time, the rolling image update, and the slots
+(rpp/decide/steps.py). Every mode runs the same decisions:
 
 - Manage: the new status is the one the effects lead to; the executor acts.
 - DryRun: the effects are the plan (status.plannedActions, `would:` log lines); member
@@ -21,33 +22,26 @@ runs the same decisions:
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from rpp.decide import capacity, judgement
+from rpp.decide import judgement, steps
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
+from rpp.decide.loop_state import LoopState, Transition, settings_for
 from rpp.decide.membership import find_new_members
 from rpp.decide.ownership import owned_pods
 from rpp.decide.slots import render_for, slots_effect
 from rpp.effects import Effect, RecordEvent, TerminatePod, WriteSlots
 from rpp.machines import member_step
-from rpp.machines.signals import MemberSettings, MemberSignals, refresh
+from rpp.machines.signals import MemberSignals, refresh
 from rpp.nginx_slots import DEFAULT_PROXY_URL, SlotsFormatError, slot_ports, wired_pods
-from rpp.observations import PoolObservation, RunPodPod
+from rpp.observations import PoolObservation
 from rpp.spec import Mode, RunPodPoolSpec
 from rpp.status import PoolStatus
-from rpp.status_members import DrainReason, MemberRecord, Phase
+from rpp.status_members import MemberRecord, Phase
 from rpp.status_parts import HistoryEntry
 
-
-@dataclass(frozen=True)
-class Transition:
-    """A member changed phase this loop (kept in status: real in every mode)."""
-
-    pod: str
-    source: str
-    target: str
-    reason: str
+__all__ = ["Decision", "Transition", "decide", "settings_for"]
 
 
 @dataclass(frozen=True)
@@ -58,35 +52,6 @@ class Decision:
     effects: tuple[Effect, ...]
     log: tuple[str, ...] = ()
     transitions: tuple[Transition, ...] = ()
-
-
-def settings_for(spec: RunPodPoolSpec) -> MemberSettings:
-    """The member machine's durations, from the spec (an update gets a warm-up's time)."""
-    return MemberSettings(
-        warmup_timeout_s=spec.health.warmup_timeout,
-        drain_period_s=spec.drain.period,
-        update_timeout_s=spec.health.warmup_timeout,
-    )
-
-
-@dataclass
-class _Loop:
-    """The working state of one decide call."""
-
-    pool: str
-    spec: RunPodPoolSpec
-    obs: PoolObservation
-    now: dt.datetime
-    conds: Conditions
-    proxy_url: str
-    settings: MemberSettings
-    owned: tuple[RunPodPod, ...] = ()
-    effects: list[Effect] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
-    transitions: list[Transition] = field(default_factory=list)
-
-    def pod(self, pod_id: str) -> RunPodPod | None:
-        return next((p for p in self.owned if p.id == pod_id), None)
 
 
 def decide(
@@ -102,7 +67,7 @@ def decide(
     """One loop of one pool; see the module docstring for the steps and the modes."""
     conds = Conditions(status, now=now, generation=generation)
     conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
-    loop = _Loop(pool, spec, obs, now, conds, proxy_url, settings_for(spec))
+    loop = LoopState(pool, spec, obs, now, conds, proxy_url, settings_for(spec))
     if obs.pods is None:
         conds.set(
             Cond.NOT_ACTING,
@@ -120,7 +85,7 @@ def decide(
                 time=now, action="adopt", outcome="ok", detail=found.how, pod=found.record.pod_id
             )
         )
-        _log(loop, found.how)
+        loop.note(found.how)
     if blockers:
         conds.set(
             Cond.NOT_ACTING,
@@ -129,19 +94,19 @@ def decide(
             message="; ".join(message for _, message in blockers),
         )
         members = tuple(
-            refresh(m, _plain(loop, m.pod_id, probe=True), now) for m in conds.status.members
+            refresh(m, loop.plain(m.pod_id, probe=True), now) for m in conds.status.members
         )
         conds.status = conds.status.replace(members=members)
-        return _finish(loop, generation=generation, desired=spec.replicas.min)
+        return _finish(loop, generation=generation, desired=status.desired or spec.replicas.min)
     conds.clear(Cond.NOT_ACTING, reason="Acting", message="the pool has what it needs to act")
     health = judgement.judge(spec=spec, status=conds.status, obs=obs, now=now, conds=conds)
     planned, real = _drive_members(loop, health)
-    desired = spec.replicas.min
-    _drain_replaced(loop, planned)
-    wish = capacity.wanted_create(members=planned, desired=desired, pool_wide=health.pool_wide)
-    create = _create(loop, wish)
-    if wish is None:
-        _scale_down(loop, planned, desired)
+    steps.drain_replaced(loop, planned)
+    desired = steps.autoscale_size(loop, planned)
+    wish = steps.wanted_create(loop, planned, desired=desired, pool_wide=health.pool_wide)
+    create = steps.create(loop, wish)
+    shrunk = wish is None and steps.scale_down(loop, planned, desired)
+    steps.roll(loop, planned, wants_create=wish is not None or shrunk, pool_wide=health.pool_wide)
     write = slots_effect(
         pool=pool, spec=spec, members=planned, observed=obs.slots, proxy_url=proxy_url
     )
@@ -160,20 +125,7 @@ def decide(
     return _finish(loop, generation=generation, desired=desired)
 
 
-def _log(loop: _Loop, line: str) -> None:
-    loop.log.append(line)
-
-
-def _plain(loop: _Loop, pod_id: str, *, probe: bool = False) -> MemberSignals:
-    """Signals with only the listing (and the probe): for pool orders and NotActing."""
-    return MemberSignals(
-        settings=loop.settings,
-        pod=loop.pod(pod_id),
-        probe=loop.obs.probes.get(pod_id) if probe else None,
-    )
-
-
-def _blockers(loop: _Loop) -> tuple[list[tuple[str, str]], dict[int, str]]:
+def _blockers(loop: LoopState) -> tuple[list[tuple[str, str]], dict[int, str]]:
     """What keeps the pool from acting (NotActing), and what nginx serves now."""
     obs, spec = loop.obs, loop.spec
     blockers: list[tuple[str, str]] = []
@@ -191,7 +143,6 @@ def _blockers(loop: _Loop) -> tuple[list[tuple[str, str]], dict[int, str]]:
                 )
             )
             empty = render_for(pool=loop.pool, spec=spec, members=(), proxy_url=loop.proxy_url)
-            assert loop.effects is not None
             loop.effects.append(WriteSlots(slots=(), data=empty.data, create=True))
         else:
             blockers.append(
@@ -212,7 +163,7 @@ def _blockers(loop: _Loop) -> tuple[list[tuple[str, str]], dict[int, str]]:
 
 
 def _drive_members(
-    loop: _Loop, health: PoolHealth
+    loop: LoopState, health: PoolHealth
 ) -> tuple[list[MemberRecord], list[MemberRecord]]:
     """Run every member's machine once; return the planned and the real records.
 
@@ -254,109 +205,11 @@ def _drive_members(
         real.append(kept_real)
         loop.effects += step.effects
         if loop.spec.mode is Mode.MANAGE or not acts:
-            _transition(loop, m, step)
+            loop.transition(m, step)
     return planned, real
 
 
-def _transition(loop: _Loop, before: MemberRecord, step: member_step.MemberStep) -> None:
-    """Note a phase change, with the machine's own words for why."""
-    after = step.record
-    if after.phase == before.phase:
-        return
-    said = [e.message for e in step.effects if isinstance(e, RecordEvent)]
-    done = [e.describe() for e in step.effects if not isinstance(e, RecordEvent)]
-    if after.phase == Phase.DRAINING and after.drain_reason:
-        said.insert(0, f"draining ({after.drain_reason})")
-    reason = "; ".join(said + done) or after.flagged_reason or step.moves[-1].event
-    loop.transitions.append(Transition(before.pod_id, before.phase, after.phase, reason))
-    loop.conds.status = loop.conds.status.with_history(
-        HistoryEntry(
-            time=loop.now,
-            action="transition",
-            outcome=f"{before.phase} -> {after.phase}",
-            detail=reason,
-            pod=before.pod_id,
-        )
-    )
-    _log(loop, f"{before.pod_id}: {before.phase} -> {after.phase}: {reason}")
-
-
-def _drain_replaced(loop: _Loop, planned: list[MemberRecord]) -> None:
-    """Pool step 3, second half: a flagged member whose replacement is wired drains."""
-    for i, m in enumerate(planned):
-        if m.phase != Phase.FLAGGED:
-            continue
-        repl = next((r for r in planned if r.replacement_for == m.pod_id), None)
-        if repl is None or repl.phase != Phase.READY or repl.slot is None:
-            continue
-        step = member_step.replacement_wired(m, signals=_plain(loop, m.pod_id), now=loop.now)
-        planned[i] = step.record.replace(replaced_by=repl.pod_id)
-        loop.effects += step.effects
-        if loop.spec.mode is Mode.MANAGE:
-            _transition(loop, m, step)
-
-
-def _create(loop: _Loop, wish: capacity.CreateWish | None) -> Effect | None:
-    """Pool step 4 (and replacements): the one create of this loop, or why not."""
-    conds, spec, status = loop.conds, loop.spec, loop.conds.status
-    effect = None
-    if wish is None:
-        conds.clear(
-            Cond.CREATE_BLOCKED, reason="NoCreateNeeded", message="the pool has the pods it wants"
-        )
-    elif spec.mode is not Mode.OBSERVE:
-        plan = capacity.plan_create(
-            pool=loop.pool, spec=spec, status=status, wish=wish, owned=loop.owned, now=loop.now
-        )
-        if plan.block is not None:
-            conds.set(
-                Cond.CREATE_BLOCKED,
-                true=True,
-                reason=plan.block.reason,
-                message=f"the pool wants a pod ({wish.reason}) but {plan.block.message}",
-            )
-        else:
-            effect = plan.effect
-            conds.clear(Cond.CREATE_BLOCKED, reason="CreateAllowed", message="creates are allowed")
-    refusal = status.last_capacity_refusal
-    if wish is not None and refusal is not None:
-        conds.set(
-            Cond.CAPACITY_UNAVAILABLE,
-            true=True,
-            reason="NoStock",
-            message=f"the pool needs a pod ({wish.reason}) and RunPod refused the last create "
-            f"for lack of stock: tried {', '.join(refusal.gpu_types)} in "
-            f"{', '.join(refusal.datacenters)} ({refusal.cloud}): {refusal.message}; widen "
-            "gpuTypes, datacenters.allow or cloud, or wait for stock",
-        )
-    else:
-        conds.clear(
-            Cond.CAPACITY_UNAVAILABLE,
-            reason="NotNeeded" if wish is None else "LastCreateNotRefused",
-            message="no pod is waiting for stock",
-        )
-    return effect
-
-
-def _scale_down(loop: _Loop, planned: list[MemberRecord], desired: int) -> None:
-    """Shrink by one pod through the drain when the pool is above its size."""
-    victim = capacity.scale_down_victim(planned, desired=desired)
-    if victim is None:
-        return
-    step = member_step.drain(
-        victim,
-        reason=DrainReason.SCALE_DOWN.value,
-        image=None,
-        signals=_plain(loop, victim.pod_id),
-        now=loop.now,
-    )
-    planned[planned.index(victim)] = step.record
-    loop.effects += step.effects
-    if loop.spec.mode is Mode.MANAGE:
-        _transition(loop, victim, step)
-
-
-def _finish(loop: _Loop, *, generation: int, desired: int) -> Decision:
+def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
     """Conditions' Events, the summary fields, the plan; Observe keeps no effects."""
     mode = loop.spec.mode
     status = loop.conds.status
@@ -373,7 +226,7 @@ def _finish(loop: _Loop, *, generation: int, desired: int) -> Decision:
     if mode is Mode.OBSERVE:
         effects = []
     for effect in actions if mode is not Mode.OBSERVE else ():
-        _log(loop, ("would: " if mode is Mode.DRY_RUN else "") + effect.describe())
+        loop.note(("would: " if mode is Mode.DRY_RUN else "") + effect.describe())
     return Decision(
         status=status,
         effects=tuple(effects),

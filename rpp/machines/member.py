@@ -9,11 +9,12 @@ Nothing here does I/O or reads the clock. rpp/commands/diagrams.py renders this
 class into docs/diagrams/ and the README table, so the names below are what users see.
 
 Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain`
-(Ready -> Draining for an image update or a scale-down) and `replacement_wired`
-(Flagged -> Draining). Every state has an internal fallback for `observe`, so a loop
-where nothing applies is a no-op, never `TransitionNotAllowed`. The pool drives the
-machine through rpp/machines/member_step.py, which turns an order sent to a member in
-the wrong phase (a bug in the pool) into a `ValueError`.
+(Ready -> Draining for an image update or a scale-down), `replacement_wired`
+(Flagged -> Draining) and `retire` (Warming -> Terminating when the pool shrinks).
+Every state has an internal fallback for `observe`, so a loop where nothing applies
+is a no-op, never `TransitionNotAllowed`. The pool drives the machine through
+rpp/machines/member_step.py, which turns an order sent to a member in the wrong phase
+(a bug in the pool) into a `ValueError`.
 
 `StateMachine` (not `StateChart`) on purpose: it writes the phase once per transition
 and lets action exceptions propagate, so a failed decision never half-persists.
@@ -95,10 +96,12 @@ class MemberMachine(StateMachine):
     )
     drain = ready.to(draining, validators="valid_drain_order", on="start_drain")
     replacement_wired = flagged.to(draining, on="drain_replaced")
+    retire = warming.to(terminating, on="terminate_retired")
 
     ORDERS: ClassVar[dict[str, str]] = {
         "drain": "the pool chose it for an image update or a scale-down",
         "replacement_wired": "its replacement is wired",
+        "retire": "the pool shrinks and it is not serving yet (scale-down takes these first)",
     }
     """When the pool sends each of its orders (they have no guards; the docs show this)."""
 
@@ -388,6 +391,14 @@ class MemberMachine(StateMachine):
         text = f"pod {record.pod_id} ({record.name}) failed on both images; terminating"
         self._terminate(text, now=now, cooldown=True)
         self._event("Warning", "UpdateAbandoned", text)
+
+    def terminate_retired(self, now: dt.datetime) -> None:
+        """TerminatePod; Event PodRetired"""
+        record = self.view.current
+        text = f"pod {record.pod_id} ({record.name}) is not needed: the pool shrinks"
+        self.view.change(drain_reason=DrainReason.SCALE_DOWN.value)
+        self._terminate(text, now=now, cooldown=False)
+        self._event("Normal", "PodRetired", text)
 
     def retry_terminate(self, now: dt.datetime) -> None:
         """TerminatePod again"""

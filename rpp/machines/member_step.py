@@ -103,6 +103,11 @@ def replacement_wired(
     return _run(record, "replacement_wired", signals=signals, now=now)
 
 
+def retire(record: MemberRecord, *, signals: MemberSignals, now: dt.datetime) -> MemberStep:
+    """The pool shrinks and this warming member is not serving yet: terminate it."""
+    return _run(record, "retire", signals=signals, now=now)
+
+
 def new_member(
     pod: RunPodPod,
     *,

@@ -58,9 +58,13 @@ class Story:
         boot_time: float = 60.0,
         stock: int = 5,
         api_key: str | None = None,
+        prometheus: Any = None,
     ) -> None:
         self.clock = clock
-        extra = {} if api_key is None else {"api_key": api_key}
+        extra: dict[str, Any] = {} if api_key is None else {"api_key": api_key}
+        if prometheus is not None:
+            extra["prometheus_transport"] = prometheus.transport()
+            extra["prometheus_url"] = "http://prometheus.fake"
         self.world = World(clock=clock, boot_time=boot_time, **extra)
         self.manifest = manifest or pool_manifest()
         self.name = self.manifest["metadata"]["name"]

@@ -1,0 +1,99 @@
+"""The working state of one decide call, shared by the pool steps.
+
+Where it sits: decide. rpp/decide/pool.py builds one `LoopState` per call and hands it
+to each pool step (rpp/decide/steps.py); steps append effects, log lines and phase
+transitions to it and set conditions through it. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from rpp.decide.conditions import Conditions
+from rpp.effects import Effect, RecordEvent
+from rpp.machines import member_step
+from rpp.machines.signals import MemberSettings, MemberSignals
+from rpp.observations import PoolObservation, RunPodPod
+from rpp.spec import Mode, RunPodPoolSpec
+from rpp.status_members import MemberRecord, Phase
+from rpp.status_parts import HistoryEntry
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A member changed phase this loop (kept in status: real in every mode)."""
+
+    pod: str
+    source: str
+    target: str
+    reason: str
+
+
+def settings_for(spec: RunPodPoolSpec) -> MemberSettings:
+    """The member machine's durations, from the spec (an update gets a warm-up's time)."""
+    return MemberSettings(
+        warmup_timeout_s=spec.health.warmup_timeout,
+        drain_period_s=spec.drain.period,
+        update_timeout_s=spec.health.warmup_timeout,
+    )
+
+
+@dataclass
+class LoopState:
+    """One decide call's inputs and what its steps produced so far."""
+
+    pool: str
+    spec: RunPodPoolSpec
+    obs: PoolObservation
+    now: dt.datetime
+    conds: Conditions
+    proxy_url: str
+    settings: MemberSettings
+    owned: tuple[RunPodPod, ...] = ()
+    effects: list[Effect] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    transitions: list[Transition] = field(default_factory=list)
+
+    def pod(self, pod_id: str) -> RunPodPod | None:
+        return next((p for p in self.owned if p.id == pod_id), None)
+
+    def note(self, line: str) -> None:
+        self.log.append(line)
+
+    def plain(self, pod_id: str, *, probe: bool = False) -> MemberSignals:
+        """Signals with only the listing (and the probe): for pool orders and NotActing."""
+        return MemberSignals(
+            settings=self.settings,
+            pod=self.pod(pod_id),
+            probe=self.obs.probes.get(pod_id) if probe else None,
+        )
+
+    def order(self, before: MemberRecord, step: member_step.MemberStep) -> MemberRecord:
+        """Take a pool order's step: its effects, and its transition in Manage."""
+        self.effects += step.effects
+        if self.spec.mode is Mode.MANAGE:
+            self.transition(before, step)
+        return step.record
+
+    def transition(self, before: MemberRecord, step: member_step.MemberStep) -> None:
+        """Note a phase change, with the machine's own words for why."""
+        after = step.record
+        if after.phase == before.phase:
+            return
+        said = [e.message for e in step.effects if isinstance(e, RecordEvent)]
+        done = [e.describe() for e in step.effects if not isinstance(e, RecordEvent)]
+        if after.phase == Phase.DRAINING and after.drain_reason:
+            said.insert(0, f"draining ({after.drain_reason})")
+        reason = "; ".join(said + done) or after.flagged_reason or step.moves[-1].event
+        self.transitions.append(Transition(before.pod_id, before.phase, after.phase, reason))
+        self.conds.status = self.conds.status.with_history(
+            HistoryEntry(
+                time=self.now,
+                action="transition",
+                outcome=f"{before.phase} -> {after.phase}",
+                detail=reason,
+                pod=before.pod_id,
+            )
+        )
+        self.note(f"{before.pod_id}: {before.phase} -> {after.phase}: {reason}")

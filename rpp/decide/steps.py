@@ -1,0 +1,183 @@
+"""The pool steps that run after the member machines, each a function of the loop.
+
+Where it sits: decide, called in order by rpp/decide/pool.py: flagged members whose
+replacement is wired drain (step 3), the autoscaler sets the size (step 7's value feeds
+steps 4 and shrinking), one create (steps 3 and 4), shrinking one pod at a time, and
+the rolling image update (step 6). Each step appends effects to the `LoopState` and
+explains itself with a condition when it cannot act.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from rpp.decide import autoscale, capacity, rollout
+from rpp.decide.conditions import Cond
+from rpp.decide.loop_state import LoopState
+from rpp.effects import Effect
+from rpp.machines import member_step
+from rpp.spec import Mode
+from rpp.status_members import DrainReason, MemberRecord, Phase
+
+
+def drain_replaced(loop: LoopState, planned: list[MemberRecord]) -> None:
+    """Pool step 3, second half: a flagged member whose replacement is wired drains."""
+    for i, m in enumerate(planned):
+        if m.phase != Phase.FLAGGED:
+            continue
+        repl = next((r for r in planned if r.replacement_for == m.pod_id), None)
+        if repl is None or repl.phase != Phase.READY or repl.slot is None:
+            continue
+        step = member_step.replacement_wired(m, signals=loop.plain(m.pod_id), now=loop.now)
+        planned[i] = loop.order(m, step).replace(replaced_by=repl.pod_id)
+
+
+def autoscale_size(loop: LoopState, planned: list[MemberRecord]) -> int:
+    """Pool step 7's size (replicas.min without autoscaling); keeps its windows in status."""
+    spec, conds = loop.spec, loop.conds
+    ready = sum(1 for m in planned if m.phase == Phase.READY and m.slot is not None)
+    reading = loop.obs.prometheus
+    scaling = autoscale.scale(
+        spec=spec, status=conds.status, value=reading.autoscaling_value, ready=ready, now=loop.now
+    )
+    conds.status = scaling.status
+    if spec.autoscaling.enabled and scaling.unavailable:
+        why = "; ".join(p for p in reading.problems if p.startswith("autoscaling.")) or (
+            "autoscaling.query returned no value"
+        )
+        conds.set(
+            Cond.AUTOSCALING_METRIC_UNAVAILABLE,
+            true=True,
+            reason="NoValue",
+            message=f"{why}; the pool stays at {scaling.size} pod(s) until a value comes back",
+        )
+    else:
+        conds.clear(
+            Cond.AUTOSCALING_METRIC_UNAVAILABLE,
+            reason="ValueRead" if spec.autoscaling.enabled else "AutoscalingOff",
+            message="the autoscaling query answered"
+            if spec.autoscaling.enabled
+            else "autoscaling is off",
+        )
+    if scaling.note:
+        loop.note(f"autoscaling: {scaling.note}")
+    return scaling.size
+
+
+def wanted_create(
+    loop: LoopState, planned: list[MemberRecord], *, desired: int, pool_wide: bool
+) -> capacity.CreateWish | None:
+    return capacity.wanted_create(members=planned, desired=desired, pool_wide=pool_wide)
+
+
+def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
+    """Pool step 4 (and replacements): the one create of this loop, or why not."""
+    conds, spec, status = loop.conds, loop.spec, loop.conds.status
+    effect = None
+    if wish is None:
+        conds.clear(
+            Cond.CREATE_BLOCKED, reason="NoCreateNeeded", message="the pool has the pods it wants"
+        )
+    elif spec.mode is not Mode.OBSERVE:
+        plan = capacity.plan_create(
+            pool=loop.pool, spec=spec, status=status, wish=wish, owned=loop.owned, now=loop.now
+        )
+        if plan.block is not None:
+            conds.set(
+                Cond.CREATE_BLOCKED,
+                true=True,
+                reason=plan.block.reason,
+                message=f"the pool wants a pod ({wish.reason}) but {plan.block.message}",
+            )
+        else:
+            effect = plan.effect
+            conds.clear(Cond.CREATE_BLOCKED, reason="CreateAllowed", message="creates are allowed")
+    refusal = status.last_capacity_refusal
+    if wish is not None and refusal is not None:
+        conds.set(
+            Cond.CAPACITY_UNAVAILABLE,
+            true=True,
+            reason="NoStock",
+            message=f"the pool needs a pod ({wish.reason}) and RunPod refused the last create "
+            f"for lack of stock: tried {', '.join(refusal.gpu_types)} in "
+            f"{', '.join(refusal.datacenters)} ({refusal.cloud}): {refusal.message}; widen "
+            "gpuTypes, datacenters.allow or cloud, or wait for stock",
+        )
+    else:
+        conds.clear(
+            Cond.CAPACITY_UNAVAILABLE,
+            reason="NotNeeded" if wish is None else "LastCreateNotRefused",
+            message="no pod is waiting for stock",
+        )
+    return effect
+
+
+def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bool:
+    """Shrink by one pod when the pool is above its size; True when one was chosen.
+
+    Which pod goes first: a pod not serving yet (Warming) before a wired one, since it
+    costs the same and serves nobody; among those, and then among Ready pods, the
+    costliest, then the newest (capacity.scale_down_victim). A warming pod is
+    terminated at once; a wired one goes through the drain.
+    """
+    victim = capacity.scale_down_victim(planned, desired=desired)
+    if victim is None:
+        return False
+    signals = loop.plain(victim.pod_id)
+    if victim.phase == Phase.WARMING:
+        step = member_step.retire(victim, signals=signals, now=loop.now)
+    else:
+        step = member_step.drain(
+            victim, reason=DrainReason.SCALE_DOWN.value, image=None, signals=signals, now=loop.now
+        )
+    planned[planned.index(victim)] = loop.order(victim, step)
+    return True
+
+
+def roll(
+    loop: LoopState, planned: list[MemberRecord], *, wants_create: bool, pool_wide: bool
+) -> None:
+    """Pool step 6: start the next pod's in-place image update when the pool is idle."""
+    status = loop.conds.status
+    step = rollout.plan_roll(
+        image=loop.spec.image,
+        members=planned,
+        wants_create=wants_create,
+        pool_wide=pool_wide,
+        update_until=status.backoff.update_until,
+        now=loop.now,
+    )
+    if step.waiting:
+        loop.note(f"image roll waits: {step.waiting}")
+    if step.drain is not None:
+        victim = step.drain
+        signals = loop.plain(victim.pod_id)
+        drained = member_step.drain(
+            victim,
+            reason=DrainReason.UPDATE.value,
+            image=loop.spec.image,
+            signals=signals,
+            now=loop.now,
+        )
+        planned[planned.index(victim)] = loop.order(victim, drained)
+        progress = step.progress
+        if progress is not None:
+            progress = dataclasses.replace(progress, pod=victim.pod_id, step="drain")
+        loop.conds.status = loop.conds.status.replace(rollout=progress)
+    else:
+        loop.conds.status = loop.conds.status.replace(rollout=step.progress)
+    failed = [m for m in planned if m.update is not None and m.update.rollback]
+    until = status.backoff.update_until
+    if failed or (until is not None and loop.now < until):
+        why = (
+            "; ".join(
+                f"pod {m.pod_id}: update to {m.update.to_image} failed"  # type: ignore[union-attr]
+                + (f" (RunPod: {m.update.refused})" if m.update and m.update.refused else "")
+                for m in failed
+            )
+            or "the last in-place update failed and was rolled back"
+        )
+        paused = f"; image updates paused until {until:%Y-%m-%dT%H:%M:%SZ}" if until else ""
+        loop.conds.set(Cond.UPDATE_FAILED, true=True, reason="RolledBack", message=why + paused)
+    else:
+        loop.conds.clear(Cond.UPDATE_FAILED, reason="NoFailedUpdate", message="no update failed")
