@@ -1,0 +1,51 @@
+{{/*
+Names and labels shared by every template.
+*/}}
+
+{{/* The name of every controller object: runpod-pool-controller unless overridden. */}}
+{{- define "rpp.fullname" -}}
+{{- default .Chart.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "rpp.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "rpp.fullname" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "rpp.labels" -}}
+{{ include "rpp.selectorLabels" . }}
+app.kubernetes.io/part-of: runpod-pool-controller
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "rpp.image" -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+
+{{/* A pool's slots ConfigMap: spec.nginx.slotsConfigMap, or <pool>-nginx-slots. */}}
+{{- define "rpp.slotsConfigMap" -}}
+{{- $nginx := (.pool.spec | default dict).nginx | default dict -}}
+{{- $nginx.slotsConfigMap | default (printf "%s-nginx-slots" .name) -}}
+{{- end -}}
+
+{{/* Every slots ConfigMap the Role names: the chart's pools', then rbac.extraSlotsConfigMaps. */}}
+{{- define "rpp.slotsConfigMaps" -}}
+{{- $names := list -}}
+{{- range $name, $pool := .Values.pools -}}
+{{- $names = append $names (include "rpp.slotsConfigMap" (dict "name" $name "pool" $pool)) -}}
+{{- end -}}
+{{- concat $names .Values.rbac.extraSlotsConfigMaps | uniq | toJson -}}
+{{- end -}}
+
+{{/* Every env Secret the Role names: the chart's pools' envFromSecret, then rbac.extraEnvSecrets. */}}
+{{- define "rpp.envSecrets" -}}
+{{- $names := list -}}
+{{- range $name, $pool := .Values.pools -}}
+{{- with ($pool.spec | default dict).envFromSecret -}}
+{{- $names = append $names . -}}
+{{- end -}}
+{{- end -}}
+{{- concat $names .Values.rbac.extraEnvSecrets | uniq | toJson -}}
+{{- end -}}

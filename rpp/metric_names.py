@@ -1,0 +1,104 @@
+"""Every Prometheus metric the controller exports: names, kinds, labels and help, in one place.
+
+Where it sits: beside the loop, not in it. Act and the controller process register these
+metrics and set them after each reconcile; the alert rules (examples/prometheus-rules.yaml,
+the chart's PrometheusRule), the Grafana dashboard and docs/ query them by name. A rename
+here without a matching rename there would leave an alert that can never fire, so the
+install tests read this module and fail when a rule or a panel queries a name it lacks.
+
+Names are the exposition names a scrape shows, which is also what PromQL queries: counters
+carry their `_total`, and a histogram is queried through its `_bucket`, `_sum` and
+`_count` series (`series_names`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+MetricKind = Literal["gauge", "counter", "histogram"]
+
+POOL = "pool"
+PHASE = "phase"
+TYPE = "type"
+ACTION = "action"
+OUTCOME = "outcome"
+OPERATION = "operation"
+
+MEMBERS = "runpod_pool_members"
+READY = "runpod_pool_ready"
+DESIRED = "runpod_pool_desired"
+DESIRED_MIN = "runpod_pool_desired_min"
+COST_PER_HOUR = "runpod_pool_cost_per_hour"
+CONDITION = "runpod_pool_condition"
+ACTIONS_TOTAL = "runpod_pool_actions_total"
+RUNPOD_API_CALLS_TOTAL = "runpod_pool_runpod_api_calls_total"
+RECONCILE_SECONDS = "runpod_pool_reconcile_seconds"
+LEADER = "runpod_pool_leader"
+
+# prometheus_client adds these to a histogram's name in the exposition.
+_HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One exported metric: what the controller registers and what queries may use."""
+
+    name: str
+    kind: MetricKind
+    labels: tuple[str, ...]
+    help: str
+
+    def series_names(self) -> tuple[str, ...]:
+        """The names a PromQL query can select for this metric."""
+        if self.kind == "histogram":
+            return tuple(self.name + suffix for suffix in _HISTOGRAM_SUFFIXES)
+        return (self.name,)
+
+
+SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        MEMBERS,
+        "gauge",
+        (POOL, PHASE),
+        "Pool members by phase (Warming, Ready, Flagged, Draining, Updating, Terminating).",
+    ),
+    MetricSpec(READY, "gauge", (POOL,), "Members Ready and wired into nginx."),
+    MetricSpec(
+        DESIRED, "gauge", (POOL,), "The size the pool aims for: replicas.min or the autoscaler's."
+    ),
+    MetricSpec(DESIRED_MIN, "gauge", (POOL,), "replicas.min: the pods the pool must keep."),
+    MetricSpec(COST_PER_HOUR, "gauge", (POOL,), "The pool's pods' cost per hour, in USD."),
+    MetricSpec(
+        CONDITION,
+        "gauge",
+        (POOL, TYPE),
+        "1 while the pool's condition of this type is True, else 0.",
+    ),
+    MetricSpec(
+        ACTIONS_TOTAL,
+        "counter",
+        (POOL, ACTION, OUTCOME),
+        "Actions on pods and slots, by action and how they ended (planned in DryRun).",
+    ),
+    MetricSpec(
+        RUNPOD_API_CALLS_TOTAL,
+        "counter",
+        (OPERATION, OUTCOME),
+        "RunPod API calls by operation (OpenAPI operationId) and outcome.",
+    ),
+    MetricSpec(
+        RECONCILE_SECONDS, "histogram", (POOL,), "Time one reconcile of one pool took, seconds."
+    ),
+    MetricSpec(LEADER, "gauge", (), "1 on the replica holding the leader Lease, else 0."),
+)
+
+ALL_METRICS: tuple[str, ...] = tuple(spec.name for spec in SPECS)
+"""Every metric name the controller exports, as registered."""
+
+BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in SPECS}
+
+
+def queryable_names() -> frozenset[str]:
+    """Every series name a rule or a dashboard panel may select."""
+    return frozenset(name for spec in SPECS for name in spec.series_names())
