@@ -51,6 +51,29 @@ MAX_CREATE_ATTEMPTS = 12
 SLOTS_LABELS = {"app.kubernetes.io/part-of": "runpod-pool-controller"}
 
 
+# Event reasons for actions, by action and whether it worked.
+_ACTION_REASONS = {
+    "create": ("PodCreated", "CreateFailed"),
+    "terminate": ("PodTerminating", "TerminateFailed"),
+    "update": ("PodUpdating", "UpdateRefused"),
+    "write-slots": ("SlotsWritten", "SlotsWriteFailed"),
+}
+
+
+def action_event(outcome: Outcome) -> RecordEvent | None:
+    """The Event that tells `kubectl describe rpp` what an action did (wire and unwire
+    are told by the slots write that carries them)."""
+    reasons = _ACTION_REASONS.get(outcome.effect.action)
+    if reasons is None:
+        return None
+    text = outcome.effect.describe()
+    if outcome.detail:
+        text += f": {outcome.detail}"
+    if outcome.ok:
+        return RecordEvent(type="Normal", reason=reasons[0], message=text, pod_id=None)
+    return RecordEvent(type="Warning", reason=reasons[1], message=text, pod_id=None)
+
+
 class Executor:
     """Carries out effects for any pool; one per controller process."""
 
@@ -90,6 +113,9 @@ class Executor:
                     outcome.detail,
                 )
                 outcomes.append(outcome)
+                notice = action_event(outcome)
+                if notice is not None:
+                    outcomes.append(await self._event(pool, notice, now))
         return outcomes
 
     async def _event(

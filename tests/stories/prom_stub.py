@@ -13,15 +13,29 @@ import httpx
 
 
 class PromStub:
-    def __init__(self, value: float | None = None) -> None:
+    """`value` answers scalar-like queries (autoscaling); `per_pod[metric]` answers a query
+    that mentions `metric` with one series per pod, labelled runpod_pod."""
+
+    def __init__(
+        self, value: float | None = None, per_pod: dict[str, dict[str, float]] | None = None
+    ) -> None:
         self.value = value
+        self.per_pod = per_pod or {}
         self.queries: list[str] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         assert scope["type"] == "http"
         query = httpx.QueryParams(scope.get("query_string", b"").decode()).get("query", "")
         self.queries.append(query)
-        result = [] if self.value is None else [{"metric": {}, "value": [0, str(self.value)]}]
+        result: list[dict[str, Any]] = []
+        matched = [m for m in self.per_pod if m in query]
+        if matched:
+            result = [
+                {"metric": {"runpod_pod": pod}, "value": [0, str(v)]}
+                for pod, v in self.per_pod[matched[0]].items()
+            ]
+        elif self.value is not None:
+            result = [{"metric": {}, "value": [0, str(self.value)]}]
         body = json.dumps(
             {"status": "success", "data": {"resultType": "vector", "result": result}}
         ).encode()

@@ -7,7 +7,8 @@ controller did, in which order, and what status says about it.
 from __future__ import annotations
 
 from rpp.status import PoolStatus
-from tests.stories.world_kit import Story, story
+from tests.stories.prom_stub import PromStub
+from tests.stories.world_kit import Story, pool_manifest, story
 
 
 def ready_pods(status: PoolStatus) -> set[str]:
@@ -125,3 +126,79 @@ def test_slow_host_keeps_serving_until_its_replacement_is_wired() -> None:
         assert draining.member(victim).slot is None  # type: ignore[union-attr]
 
     story(body)
+
+
+def latency_pool() -> dict[str, object]:
+    manifest = pool_manifest(
+        replicas={"min": 3, "max": 3},
+        limits={
+            "maxPods": 5,
+            "maxHourlyCostUsd": 10.0,
+            "maxCreatesPerHour": 5,
+            "estimatedPodCostUsd": 0.7,
+        },
+    )
+    manifest["spec"]["prometheus"] = {
+        "job": "inference-pods",
+        "latencyQuery": "sum by (runpod_pod) (rate(app_request_duration_seconds_sum[5m]))",
+        "errorRatioQuery": "sum by (runpod_pod) (rate(app_requests_failed_total[5m]))",
+    }
+    return manifest
+
+
+def test_host_slower_than_its_peers_is_flagged_by_relative_latency() -> None:
+    prom = PromStub(per_pod={"app_request_duration_seconds": {}, "app_requests_failed": {}})
+
+    async def body(s: Story) -> None:
+        status = await s.until(lambda st: st.ready == 3, limit=30)
+        pods = sorted(ready_pods(status))
+        slow, others = pods[0], pods[1:]
+        prom.per_pod["app_request_duration_seconds"] = {slow: 2.1, **dict.fromkeys(others, 0.5)}
+        prom.per_pod["app_requests_failed"] = dict.fromkeys(pods, 0.0)
+        flagged = await s.until(
+            lambda st: (m := st.member(slow)) is not None and m.phase == "Flagged", limit=40
+        )
+        member = flagged.member(slow)
+        assert member is not None
+        assert member.flagged_rule == "RelativeLatency"
+        assert member.slot is not None, "it keeps serving until its replacement is wired"
+        assert all(flagged.member(p).phase == "Ready" for p in others)  # type: ignore[union-attr]
+        cond = flagged.condition("PrometheusUnavailable")
+        assert cond is None or cond.status == "False"
+
+    story(body, manifest=latency_pool(), prometheus=prom)
+
+
+def test_pod_answering_5xx_is_flagged_by_error_rate() -> None:
+    prom = PromStub(per_pod={"app_request_duration_seconds": {}, "app_requests_failed": {}})
+
+    async def body(s: Story) -> None:
+        status = await s.until(lambda st: st.ready == 3, limit=30)
+        pods = sorted(ready_pods(status))
+        prom.per_pod["app_request_duration_seconds"] = dict.fromkeys(pods, 0.5)
+        prom.per_pod["app_requests_failed"] = {pods[1]: 0.2, pods[0]: 0.0, pods[2]: 0.01}
+        flagged = await s.until(
+            lambda st: (m := st.member(pods[1])) is not None and m.phase == "Flagged", limit=20
+        )
+        assert flagged.member(pods[1]).flagged_rule == "ErrorRate"  # type: ignore[union-attr]
+        breach = flagged.member(pods[1]).breaches["ErrorRate"]  # type: ignore[union-attr]
+        assert (s.clock.now() - breach).total_seconds() >= 300 - 30
+
+    story(body, manifest=latency_pool(), prometheus=prom)
+
+
+def test_prometheus_down_turns_its_rules_off_and_flags_nobody() -> None:
+    prom = PromStub(per_pod={"app_request_duration_seconds": {}, "app_requests_failed": {}})
+
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 3, limit=30)
+        await s.loops(30)
+        status = s.status()
+        cond = status.condition("PrometheusUnavailable")
+        assert cond is not None
+        assert cond.status == "True"
+        assert "latencyQuery" in cond.message
+        assert "RelativeLatency" in cond.message
+        assert all(m.phase == "Ready" for m in status.members)
+
+    story(body, manifest=latency_pool(), prometheus=prom)
