@@ -25,11 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rpp.durations import format_duration
+from rpp.runpod.proxy import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
+from rpp.runpod.proxy import proxy_host
 from rpp.spec import RunPodPoolSpec
 
 FILES = ("proxy.conf", "upstream.conf", "servers.conf")
 INDEX = "slots.json"
-DEFAULT_PROXY_URL = "https://{pod_id}-{port}.proxy.runpod.net"
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,6 @@ class SlotTarget:
 
     pod_id: str
     datacenter: str | None = None
-
-
-def proxy_host(pod_id: str, port: int) -> str:
-    """The host name RunPod's proxy routes on for a pod's HTTP port."""
-    return f"{pod_id}-{port}.proxy.runpod.net"
 
 
 def slot_ports(spec: RunPodPoolSpec) -> list[int]:

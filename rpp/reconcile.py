@@ -30,12 +30,12 @@ from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
 from rpp.kube.api import Conflict, KubeApi, KubeError
-from rpp.nginx_slots import DEFAULT_PROXY_URL
 from rpp.observations import HostNotice, PoolObservation, PrometheusReading, RunPodPod, SecretState
 from rpp.observe.prober import Prober, probe_settings_from_spec
 from rpp.observe.prometheus import PrometheusClient, queries_from_spec
 from rpp.outcome import Outcome
 from rpp.pool_metrics import PoolMetrics
+from rpp.runpod.proxy import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
 from rpp.spec import API_GROUP, RunPodPoolSpec
 from rpp.spec_load import load_pool
 from rpp.status import PoolStatus

@@ -12,9 +12,10 @@ import httpx
 from fixtures_runpod import RTX4090, ServerFarm, stocked_cloud
 
 from rpp.clock import ManualClock
+from rpp.runpod.proxy import proxy_host
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
-from rpp.sim.proxy import ProxyApp, proxy_host, route_by_host
+from rpp.sim.proxy import ProxyApp, route_by_host
 
 
 def world(

@@ -24,8 +24,8 @@ from prometheus_client import CollectorRegistry
 
 from rpp.runpod import outcomes as oc
 from rpp.runpod.client import RunPodClient
+from rpp.runpod.proxy import proxy_host
 from rpp.runpod.wire import PodRequest
-from rpp.sim.proxy import proxy_host
 
 SCENARIO = f"""
 cloud:

@@ -34,8 +34,9 @@ from rpp.decide.slots import render_for, slots_effect
 from rpp.effects import Effect, RecordEvent, TerminatePod, WriteSlots
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSignals, refresh
-from rpp.nginx_slots import DEFAULT_PROXY_URL, SlotsFormatError, slot_ports, wired_pods
+from rpp.nginx_slots import SlotsFormatError, slot_ports, wired_pods
 from rpp.observations import PoolObservation
+from rpp.runpod.proxy import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
 from rpp.spec import Mode, RunPodPoolSpec
 from rpp.status import PoolStatus
 from rpp.status_members import MemberRecord, Phase

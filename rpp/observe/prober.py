@@ -34,8 +34,8 @@ import httpx
 from rpp import spec
 from rpp.observations import ProbeResult
 from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page
+from rpp.runpod.proxy import DEFAULT_URL_PATTERN, proxy_host
 
-DEFAULT_URL_PATTERN = "https://{pod_id}-{port}.proxy.runpod.net"
 DEFAULT_CONCURRENCY = 64
 REDACTED = "<redacted>"
 
@@ -199,11 +199,6 @@ def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> ProbeRes
         error=error_text,
         process_start=process_start,
     )
-
-
-def proxy_host(pod_id: str, port: int) -> str:
-    """The host name RunPod's proxy routes on."""
-    return f"{pod_id}-{port}.proxy.runpod.net"
 
 
 def proxy_url(pattern: str, *, pod_id: str, port: int) -> str:

@@ -23,16 +23,12 @@ import asyncio
 import re
 
 from rpp.observations import PodStatus
+from rpp.runpod.proxy import PROXY_SUFFIX
 from rpp.sim import asgi_io as io
 from rpp.sim.cloud import FakeCloud
 
-PROXY_SUFFIX = ".proxy.runpod.net"
 CDN_LIMIT_S = 100.0
 _HOST = re.compile(r"^(?P<pod>[a-z0-9]+)-(?P<port>\d+)\.proxy\.runpod\.net$")
-
-
-def proxy_host(pod_id: str, port: int) -> str:
-    return f"{pod_id}-{port}{PROXY_SUFFIX}"
 
 
 async def _send_text(send: io.Send, status: int, text: str) -> None:

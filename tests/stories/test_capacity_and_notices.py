@@ -136,7 +136,7 @@ def test_a_pod_that_never_warms_up_is_terminated_and_its_datacenter_cools_down()
     async def body(s: Story) -> None:
         await healthy_pool(s)
         # From now on, every new pod boots but its service never answers.
-        s.world.cloud.pod_server_factory = broken_factory(s)
+        s.new_pods_die()
         victim = sorted(ready_pods(s.status()))[0]
         s.world.pods[victim].die()
         timed_out: list[str] = []
@@ -162,14 +162,3 @@ def test_a_pod_that_never_warms_up_is_terminated_and_its_datacenter_cools_down()
         assert blocked is None or blocked.status == "False" or "cooldown" not in blocked.message
 
     story(body, manifest=pool_manifest(maxPerDatacenter=3))
-
-
-def broken_factory(s: Story):  # type: ignore[no-untyped-def]
-    original = s.world._pod_server
-
-    def factory(info):  # type: ignore[no-untyped-def]
-        server = original(info)
-        server.die()
-        return server
-
-    return factory

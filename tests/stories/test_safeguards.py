@@ -96,7 +96,7 @@ def test_creates_per_hour_cap_and_refused_creates_do_not_count() -> None:
         assert reason == "CreateBackoff"
         s.restock()
         # New pods die young: each is replaced, until the hourly cap stops it.
-        s.world.cloud.pod_server_factory = dying_factory(s)
+        s.new_pods_die()
         await s.loops(60)
         status = s.status()
         assert status.creates_in_last_hour(s.clock.now()) <= 2
@@ -110,17 +110,6 @@ def test_creates_per_hour_cap_and_refused_creates_do_not_count() -> None:
         "estimatedPodCostUsd": 0.7,
     }
     story(body, manifest=pool_manifest(limits=limits))
-
-
-def dying_factory(s: Story):  # type: ignore[no-untyped-def]
-    original = s.world._pod_server
-
-    def factory(info):  # type: ignore[no-untyped-def]
-        server = original(info)
-        server.die()
-        return server
-
-    return factory
 
 
 def test_failed_create_waits_five_minutes() -> None:

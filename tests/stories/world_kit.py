@@ -111,6 +111,17 @@ class Story:
         manifest["spec"].update(spec_changes)
         self.world.kube.apply_pool(manifest)
 
+    def new_pods_die(self) -> None:
+        """From now on, every new pod boots but its service never answers (502)."""
+        original = self.world._pod_server
+
+        def factory(info: Any) -> Any:
+            server = original(info)
+            server.die()
+            return server
+
+        self.world.cloud.pod_server_factory = factory
+
     def status(self) -> PoolStatus:
         obj = self.world.kube.pool(self.name)
         return PoolStatus.from_storage(obj.get("status") or {})
