@@ -31,7 +31,7 @@ from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
 from rpp.kube.api import Conflict, KubeApi, KubeError
 from rpp.observations import HostNotice, PoolObservation, PrometheusReading, RunPodPod, SecretState
-from rpp.observe.prober import Prober, probe_settings_from_spec
+from rpp.observe.prober import Prober, ProbeTarget, probe_settings_from_spec
 from rpp.observe.prometheus import PrometheusClient, queries_from_spec
 from rpp.outcome import Outcome
 from rpp.pool_metrics import PoolMetrics
@@ -151,8 +151,17 @@ class PoolReconciler:
         pod_ids = {m.pod_id for m in status.members}
         if shared.pods is not None:
             pod_ids |= {p.id for p in owned_pods(spec, shared.pods)}
-        probes = await self.prober.probe_pool(
-            sorted(pod_ids), settings=probe_settings_from_spec(spec), metrics_token=token
+        # Restart detection reads the process start only for pods in an update.
+        updating = {m.pod_id for m in status.members if m.update is not None}
+        settings = probe_settings_from_spec(spec)
+        probes = await self.prober.probe(
+            ProbeTarget(
+                pod_id=pod_id,
+                settings=settings,
+                metrics_token=token,
+                read_process_start=pod_id in updating,
+            )
+            for pod_id in sorted(pod_ids)
         )
         try:
             reading = await self.prometheus.read(queries_from_spec(spec), pool=name)

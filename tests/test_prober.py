@@ -219,6 +219,22 @@ async def test_restart_shows_as_a_newer_process_start(
     assert after == START.timestamp() + 90
 
 
+async def test_process_start_is_read_only_when_asked_but_a_required_metric_always_is(
+    fleet: Fleet, client: httpx.AsyncClient
+) -> None:
+    fleet.add("pod-a")
+    prober = prober_for(fleet, client)
+    quick = await prober.probe([ProbeTarget(pod_id="pod-a", read_process_start=False)])
+    assert quick["pod-a"].passed
+    assert quick["pod-a"].process_start is None
+    strict_settings = ProbeSettings(require_metric="no_such_metric")
+    strict = await prober.probe(
+        [ProbeTarget(pod_id="pod-a", settings=strict_settings, read_process_start=False)]
+    )
+    assert not strict["pod-a"].passed
+    assert "no_such_metric" in (strict["pod-a"].error or "")
+
+
 async def test_concurrency_is_bounded_and_used(client: httpx.AsyncClient) -> None:
     pods: dict[str, FakeInferencePod] = {}
     router = HostRouter(pods)
