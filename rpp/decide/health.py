@@ -180,7 +180,9 @@ def judge_member(
         if check.breach and elapsed >= duration:
             flagged.append(rule)
         detail = check.detail or "no data this loop; still in breach since the last data"
-        reasons[rule] = f"{detail} (breached {elapsed:.0f}s of {duration:.0f}s)"
+        # A rule that flags at once (HostNotice) has no duration worth showing.
+        timing = f" (breached {elapsed:.0f}s of {duration:.0f}s)" if duration > 0 else ""
+        reasons[rule] = detail + timing
     return MemberHealth(
         breaches=new_breaches,
         flagged=tuple(flagged),
