@@ -8,7 +8,7 @@ setup:
 	@scripts/bootstrap.sh
 
 demo: setup
-	$(BIN)/rpp validate examples/pool.yaml
+	$(BIN)/rpp simulate
 
 lint: setup
 	$(BIN)/ruff check .

@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "crd": "rpp.commands.crd",
     "diagrams": "rpp.commands.diagrams",
     "fake-runpod": "rpp.commands.fake_runpod",
+    "run": "rpp.commands.run",
+    "simulate": "rpp.commands.simulate",
 }
 
 

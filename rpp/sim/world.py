@@ -1,11 +1,18 @@
 """A whole simulated world: the real controller against fake RunPod, pods and Kubernetes.
 
 Where it sits: under `rpp simulate` and the story tests. Only transports are swapped:
-the real RunPod client, prober, Prometheus client, reconciler, decide, machines and
-executor run against the fake RunPod cloud (REST v2 + GraphQL + the proxy, one ASGI
-app reached through httpx's in-process transport), fake inference pods behind that
-proxy, and the in-memory Kubernetes API. Time is whatever clock it is given; on a
+the real controller loop (rpp/controller.py), RunPod client, prober, Prometheus client,
+reconciler, decide, machines and executor run against the fake RunPod cloud (REST v2 +
+GraphQL + the proxy, one ASGI app reached through httpx's in-process transport), fake
+inference pods behind that proxy, the in-memory Kubernetes API and, when asked for, a
+fake Prometheus (rpp/sim/fake_prometheus.py). Time is whatever clock it is given; on a
 `VirtualTimeLoop` with a `VirtualClock`, hours pass in seconds.
+
+The world also plays the parts around the controller: it sends app traffic to every
+wired pod through the proxy, as nginx would (`send_traffic`), which is what the fake
+Prometheus answers from; and it reports the cloud's ground truth, whoever caused it
+(`on_cloud`: created, deleted, updated), for the simulator's timeline. A scenario's
+knobs turn it through rpp/sim/knobs.py.
 
 `restart_controller()` throws the controller away and builds a new one that knows only
 what Kubernetes and RunPod hold, which is how tests prove status is the only memory.
@@ -13,8 +20,10 @@ what Kubernetes and RunPod hold, which is how tests prove status is the only mem
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -22,27 +31,97 @@ from prometheus_client import CollectorRegistry
 
 from rpp.act.executor import Executor
 from rpp.clock import Clock
+from rpp.controller import ControllerLoop, read_shared
 from rpp.kube.api import KubeSettings
 from rpp.kube.memory import MemoryKubeApi
+from rpp.nginx_slots import wired_pods
 from rpp.observe.prober import Prober
-from rpp.observe.prometheus import PrometheusClient
+from rpp.observe.prometheus import PrometheusClient, queries_from_spec
 from rpp.pool_metrics import PoolMetrics
 from rpp.reconcile import PoolReconciler, PoolResult, Shared
-from rpp.runpod import outcomes as oc
 from rpp.runpod.client import RunPodClient
+from rpp.runpod.proxy import proxy_host
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
-from rpp.sim.cloud_model import FakePodInfo
+from rpp.sim.cloud_model import FakePod, FakePodInfo
+from rpp.sim.cloud_scenario import CloudScenario
+from rpp.sim.fake_prometheus import FakePrometheus
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.proxy import ProxyApp, route_by_host
+from rpp.spec import RunPodPoolSpec
+from rpp.spec_load import load_pool
 
 log = logging.getLogger("rpp.sim")
 
 API_URL = "http://api.runpod.fake"
+PROMETHEUS_URL = "http://prometheus.fake"
 API_KEY = "sim-key-not-secret"
+METRICS_TOKEN = "sim-metrics-token"
+APP_LATENCY_S = 0.25
+"""How long a healthy fake pod takes per app request; peers need some for RelativeLatency."""
+TRAFFIC_TIMEOUT_S = 120.0  # nginx's readTimeout; the proxy's own 524 comes first anyway
 
 
-class Controller:
+@dataclass(frozen=True)
+class CloudChange:
+    """One change of the fake cloud's ground truth, for the timeline."""
+
+    kind: str  # created | deleted | updated | fault
+    pod_id: str | None
+    name: str | None = None
+    datacenter: str | None = None
+    gpu_type: str | None = None
+    image: str | None = None
+    detail: str = ""
+
+
+CloudListener = Callable[[CloudChange], None]
+
+
+class ObservedCloud(FakeCloud):
+    """The fake cloud, reporting every pod created, deleted, updated or broken."""
+
+    listener: CloudListener | None = None
+
+    def _report(self, kind: str, pod: FakePod, *, detail: str) -> None:
+        if self.listener is not None:
+            info = pod.info
+            self.listener(
+                CloudChange(
+                    kind,
+                    info.pod_id,
+                    info.name,
+                    info.datacenter,
+                    info.gpu_type,
+                    info.image,
+                    detail,
+                )
+            )
+
+    def create_pod(self, body: Mapping[str, Any]) -> FakePod:
+        pod = super().create_pod(body)
+        self._report("created", pod, detail=f"created through the API, ${pod.cost_per_hr:g}/h")
+        return pod
+
+    def add_pod(self, **kwargs: Any) -> FakePod:
+        pod = super().add_pod(**kwargs)
+        self._report("created", pod, detail="running before the start")
+        return pod
+
+    def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> FakePod:
+        before = self.get(pod_id).info.image
+        pod = super().update_pod(pod_id, body)
+        change = f"image {before} -> {pod.info.image}" if before != pod.info.image else "updated"
+        self._report("updated", pod, detail=f"{change}; container restarted on the same machine")
+        return pod
+
+    def delete_pod(self, pod_id: str) -> None:
+        pod = self.get(pod_id)
+        super().delete_pod(pod_id)
+        self._report("deleted", pod, detail="terminated; its GPU went back to stock")
+
+
+class ControllerParts:
     """The controller's in-process parts, built fresh on every (re)start."""
 
     def __init__(
@@ -54,6 +133,8 @@ class Controller:
         api_key: str,
         prometheus_transport: httpx.AsyncBaseTransport | None,
         prometheus_url: str | None,
+        interval: float = 30.0,
+        on_result: Callable[[PoolResult], None] | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
         self.runpod = RunPodClient(
@@ -74,20 +155,20 @@ class Controller:
             clock=clock,
             metrics=self.metrics,
         )
+        self.loop = ControllerLoop(
+            kube=kube,
+            runpod=self.runpod,
+            reconciler=self.reconciler,
+            clock=clock,
+            interval=interval,
+            metrics=self.metrics,
+            secrets=(api_key,),
+            on_result=on_result,
+        )
 
     async def read_shared(self) -> Shared:
         """One listing and one notice query for every pool, as the real loop does."""
-        try:
-            pods: tuple[Any, ...] | None = tuple(await self.runpod.list_pods())
-            error = None
-        except oc.RunPodError as err:
-            pods, error = None, str(err)
-        try:
-            notices: Mapping[str, Any] | None = await self.runpod.host_notices()
-            notices_error = None
-        except oc.RunPodError as err:
-            notices, notices_error = None, str(err)
-        return Shared(pods=pods, runpod_error=error, notices=notices, notices_error=notices_error)
+        return await read_shared(self.runpod)
 
     async def close(self) -> None:
         await self.runpod.aclose()
@@ -96,7 +177,7 @@ class Controller:
 
 
 class World:
-    """Fake RunPod + fake pods + in-memory Kubernetes + one controller."""
+    """Fake RunPod + fake pods + in-memory Kubernetes (+ fake Prometheus) + one controller."""
 
     def __init__(
         self,
@@ -109,55 +190,197 @@ class World:
         token_key: str = "METRICS_TOKEN",
         prometheus_transport: httpx.AsyncBaseTransport | None = None,
         prometheus_url: str | None = None,
+        cloud: CloudScenario | None = None,
+        interval: float = 30.0,
+        fake_prometheus: bool = False,
+        on_cloud: CloudListener | None = None,
+        on_result: Callable[[PoolResult], None] | None = None,
     ) -> None:
         self.clock = clock
         self.token_key = token_key
+        self.interval = interval
+        self.on_result = on_result
         self.pods: dict[str, FakeInferencePod] = {}
-        self.cloud = FakeCloud(
-            clock=clock, boot_time=boot_time, seed=seed, pod_server_factory=self._pod_server
+        self.created: list[tuple[str, str]] = []  # (pod id, name), every pod ever, in order
+        self._specs: dict[str, RunPodPoolSpec] = {}
+        self._queries: dict[str, tuple[str, str]] = {}
+        self._traffic_tasks: set[asyncio.Task[None]] = set()
+        self.cloud = ObservedCloud(
+            clock=clock,
+            boot_time=cloud.boot_time if cloud else boot_time,
+            provisioning_time=cloud.provisioning_time if cloud else None,
+            seed=cloud.seed if cloud else seed,
+            pod_server_factory=lambda info: self._pod_server(info),
+            rate_limit_per_minute=cloud.rate_limit_per_minute if cloud else None,
         )
+        self.cloud.listener = self._cloud_changed
+        self._on_cloud = on_cloud
+        if cloud is not None:
+            self._build_cloud(cloud)
         self.app = route_by_host(CloudApi(self.cloud), ProxyApp(self.cloud))
         self.transport = httpx.ASGITransport(app=self.app)
         self.kube = MemoryKubeApi(KubeSettings(namespace=namespace), clock=clock)
+        self.prometheus: FakePrometheus | None = None
+        if fake_prometheus:
+            self.prometheus = FakePrometheus(
+                clock=clock, resolve=self._queries.get, targets=self.targets
+            )
+            prometheus_transport = httpx.ASGITransport(app=self.prometheus)
+            prometheus_url = PROMETHEUS_URL
+        self._traffic = httpx.AsyncClient(transport=self.transport)
         self.api_key = api_key
         self.prometheus_transport = prometheus_transport
         self.prometheus_url = prometheus_url
-        self.controller = self._controller()
+        self.controller = self.new_controller()
 
-    def _controller(self) -> Controller:
-        return Controller(
+    def new_controller(
+        self, *, on_result: Callable[[PoolResult], None] | None = None
+    ) -> ControllerParts:
+        """A fresh controller process on this world (another replica, or a restart)."""
+        return ControllerParts(
             transport=self.transport,
             kube=self.kube,
             clock=self.clock,
             api_key=self.api_key,
             prometheus_transport=self.prometheus_transport,
             prometheus_url=self.prometheus_url,
+            interval=self.interval,
+            on_result=on_result or self.on_result,
         )
+
+    def _build_cloud(self, scenario: CloudScenario) -> None:
+        """The scenario's starting cloud (as rpp.sim.cloud_scenario.build_cloud does)."""
+        self.cloud.balance = scenario.balance
+        for s in scenario.stock:
+            self.cloud.set_stock(s.datacenter, s.gpu_type, s.cloud, s.count, s.cost_per_hr)
+        for template_id, image, env, ports in scenario.templates:
+            self.cloud.add_template(template_id, image=image, env=env, ports=ports)
+        for p in scenario.existing:
+            pod = self.cloud.add_pod(
+                name=p.name,
+                image=p.image,
+                gpu_type=p.gpu_type,
+                datacenter=p.datacenter,
+                cloud=p.cloud,
+                env={self.token_key: METRICS_TOKEN, **p.env},
+                ports=p.ports,
+                gpu_count=p.gpu_count,
+                booted=p.booted,
+                pod_id=p.pod_id,
+            )
+            if p.note:
+                self.cloud.set_machine_note(pod.info.pod_id, p.note)
 
     def _pod_server(self, info: FakePodInfo) -> FakeInferencePod:
         server = FakeInferencePod(
             pod_id=info.pod_id,
             clock=self.clock,
             process_start=info.started_at,
+            latency_s=APP_LATENCY_S,
             metrics_token=info.env.get(self.token_key),
             seed=len(self.pods),
         )
         self.pods[info.pod_id] = server
         return server
 
+    def _cloud_changed(self, change: CloudChange) -> None:
+        if change.kind == "created" and change.pod_id and change.name:
+            self.created.append((change.pod_id, change.name))
+        if self._on_cloud is not None:
+            self._on_cloud(change)
+
+    # -- pools -------------------------------------------------------------------------
+
+    def setup_pool(self, manifest: Mapping[str, Any], *, default_image: str) -> None:
+        """What a human applies before the controller can act: pool, Secret, slots."""
+        obj = self.apply_pool(manifest)
+        spec = self._specs[obj["metadata"]["name"]]
+        if spec.env_from_secret:
+            data = {"HF_TOKEN": "sim-hf-token"}
+            if spec.metrics_token_key:
+                data[spec.metrics_token_key] = METRICS_TOKEN
+            self.kube.put_secret(spec.env_from_secret, data)
+        self.kube.put_config_map(spec.nginx.slots_config_map, {})
+        if spec.template_id and spec.template_id not in self.cloud.templates:
+            self.cloud.add_template(spec.template_id, image=spec.image or default_image)
+
+    def apply_pool(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        obj = self.kube.apply_pool(manifest)
+        self._remember(obj)
+        return obj
+
+    def patch_pool(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A human's `kubectl patch --type merge` of the pool's spec."""
+        obj = self.kube.patch_pool_spec(name, patch)
+        self._remember(obj)
+        return obj
+
+    def _remember(self, obj: Mapping[str, Any]) -> None:
+        pool, problems = load_pool(obj)
+        if pool is None:
+            raise ValueError(f"invalid pool: {'; '.join(str(p) for p in problems)}")
+        self._specs[pool.name] = pool.spec
+        for key in [k for k, v in self._queries.items() if v[0] == pool.name]:
+            del self._queries[key]
+        for field, promql in queries_from_spec(pool.spec).configured().items():
+            self._queries[promql.strip()] = (pool.name, field)
+
+    def targets(self, pool: str) -> list[str]:
+        """The pods in the pool's nginx slots: nginx's upstreams and /sd/<pool>'s targets."""
+        spec = self._specs.get(pool)
+        stored = self.kube.config_map(spec.nginx.slots_config_map) if spec else None
+        return sorted(set(wired_pods(stored.data if stored else None).values()))
+
+    def pool_pod(self, pool: str, number: int) -> str | None:
+        """The id of the pool's `number`th pod by creation (from 1), or None."""
+        spec = self._specs[pool]
+        mine = [
+            pod_id
+            for pod_id, name in self.created
+            if name.startswith(spec.name_prefix) or pod_id in spec.adopt
+        ]
+        return mine[number - 1] if 0 < number <= len(mine) else None
+
+    # -- the controller ----------------------------------------------------------------
+
     async def loop(self) -> list[PoolResult]:
-        """One controller loop: one listing, then every pool in turn."""
+        """One controller loop: one listing, then every pool, concurrently."""
         self.cloud.tick()
-        shared = await self.controller.read_shared()
-        results = []
-        for obj in await self.kube.list_pools():
-            results.append(await self.controller.reconciler.reconcile(obj, shared))
-        return results
+        return await self.controller.loop.loop_once()
 
     async def restart_controller(self) -> None:
         """Discard the controller; the new one knows only Kubernetes and RunPod."""
         await self.controller.close()
-        self.controller = self._controller()
+        self.controller = self.new_controller()
+
+    # -- traffic -----------------------------------------------------------------------
+
+    def send_traffic(self) -> None:
+        """One app request to every wired pod of every pool, through the proxy."""
+        if self.prometheus is None:
+            return
+        for pool, spec in sorted(self._specs.items()):
+            for pod_id in self.targets(pool):
+                task = asyncio.create_task(self._request(pod_id, spec.port))
+                self._traffic_tasks.add(task)
+                task.add_done_callback(self._traffic_tasks.discard)
+
+    async def _request(self, pod_id: str, port: int) -> None:
+        assert self.prometheus is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(TRAFFIC_TIMEOUT_S):
+                response = await self._traffic.get(f"http://{proxy_host(pod_id, port)}/generate")
+        except (TimeoutError, httpx.HTTPError):
+            return
+        if response.status_code in (200, 500):  # the pod answered: its counters moved
+            failed = response.status_code == 500
+            self.prometheus.record(pod_id, duration=loop.time() - started, failed=failed)
 
     async def close(self) -> None:
+        for task in list(self._traffic_tasks):
+            task.cancel()
+        await asyncio.gather(*self._traffic_tasks, return_exceptions=True)
+        await self._traffic.aclose()
         await self.controller.close()

@@ -1,0 +1,274 @@
+"""`rpp run`: the controller process, as deployed (deploy/controller.yaml, the Helm chart).
+
+Reads its configuration from the environment (rpp/config.py; a bad value stops it with
+one line naming the variable), connects to the cluster (the pod's ServiceAccount, else
+a kubeconfig), builds the adapters (RunPod client, prober, Prometheus client, Kubernetes
+adapter) and runs, all at once:
+
+- the HTTP endpoints on LISTEN_ADDRESS (/healthz, /metrics, /sd/<pool>), on every replica;
+- leader election on the Lease `runpod-pool-controller`: only the holder reconciles;
+- the controller loop (rpp/controller.py), while this replica leads.
+
+SIGTERM (or SIGINT): the loop under way finishes (its actions carried out, its status
+written), the Lease is released so the standby takes over at once, the HTTP server
+stops, and the process exits 0.
+
+Pointed at `rpp fake-runpod` (RUNPOD_API_URL and RUNPOD_PROXY_URL), it rehearses a pool on
+any cluster without spending money: docs/rehearsal.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import uvicorn
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+
+from rpp import __version__
+from rpp.act.executor import Executor
+from rpp.clock import Clock, SystemClock
+from rpp.config import Config, ConfigError, load_config
+from rpp.controller import ControllerLoop
+from rpp.http_api import HttpApi
+from rpp.kube.api import KubeApi, KubeSettings
+from rpp.leader import LeaderElector, LeaseTiming
+from rpp.observe.prober import Prober, make_client
+from rpp.observe.prometheus import PrometheusClient
+from rpp.pool_metrics import PoolMetrics
+from rpp.reconcile import PoolReconciler
+from rpp.runpod.client import RunPodClient
+
+log = logging.getLogger("rpp.run")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the controller (configured by environment variables)",
+        description="Run the controller. Configuration comes from the environment: "
+        "RUNPOD_API_KEY (required), NAMESPACE, CRD_GROUP, PROMETHEUS_URL, RECONCILE_INTERVAL, "
+        "LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, RUNPOD_PROXY_URL.",
+    )
+    parser.add_argument(
+        "--kubeconfig", help="kubeconfig to use outside a pod (default: KUBECONFIG)"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(os.environ)
+    except ConfigError as error:
+        print(f"rpp run: {error}", file=sys.stderr)
+        return 2
+    configure_logging(config.log_level, config.log_format)
+    return asyncio.run(_main(config, kubeconfig=args.kubeconfig))
+
+
+async def _main(config: Config, *, kubeconfig: str | None) -> int:
+    from kubernetes.aio import client
+
+    from rpp.kube.connect import ClusterConfigError, load_cluster_access
+    from rpp.kube.real import RealKubeApi
+
+    try:
+        access = await load_cluster_access(kubeconfig=kubeconfig)
+    except ClusterConfigError as error:
+        log.error("%s", error)
+        return 2
+    namespace = config.namespace or access.namespace
+    if not namespace:
+        log.error(
+            "NAMESPACE: not set, and the credentials from %s name no namespace; set NAMESPACE",
+            access.source,
+        )
+        return 2
+    settings = KubeSettings(namespace=namespace, crd_group=config.crd_group)
+    kube = RealKubeApi(client.ApiClient(access.configuration), settings)
+    process = ControllerProcess(config, kube=kube, clock=SystemClock())
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, _stopper(stop, sig))
+    log.info(
+        "runpod-pool-controller %s starting as %s: namespace %s (from %s), CRD group %s, "
+        "RunPod %s, pod traffic %s, Prometheus %s, every %gs, listening on %s:%d",
+        __version__,
+        process.identity,
+        namespace,
+        "NAMESPACE" if config.namespace else access.source,
+        config.crd_group,
+        config.runpod_api_url,
+        config.proxy_pattern,
+        config.prometheus_display,
+        config.reconcile_interval,
+        config.listen_host,
+        config.listen_port,
+    )
+    return await process.serve(stop)
+
+
+def _stopper(stop: asyncio.Event, sig: signal.Signals) -> Any:
+    def handler() -> None:
+        if not stop.is_set():
+            log.info("%s: finishing the loop under way, then releasing the Lease", sig.name)
+        stop.set()
+
+    return handler
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: SIGTERM belongs to the controller."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class ControllerProcess:
+    """Every part of one controller process, wired together."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        kube: KubeApi,
+        clock: Clock,
+        identity: str | None = None,
+        timing: LeaseTiming | None = None,
+        runpod_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.config = config
+        self.kube = kube
+        host = config.pod_name or socket.gethostname()
+        # Unique per process: a restarted replica must not mistake the old Lease for its own.
+        self.identity = identity or f"{host}_{uuid.uuid4().hex[:8]}"
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        self.metrics = PoolMetrics(self.registry)
+        self.runpod = RunPodClient(
+            api_key=config.runpod_api_key,
+            base_url=config.runpod_api_url,
+            transport=runpod_transport,
+            registry=self.registry,
+        )
+        self.probe_http = make_client()
+        self.prom_http = httpx.AsyncClient()
+        reconciler = PoolReconciler(
+            kube=kube,
+            executor=Executor(runpod=self.runpod, kube=kube),
+            prober=Prober(client=self.probe_http, url_pattern=config.proxy_pattern),
+            prometheus=PrometheusClient(base_url=config.prometheus_url, client=self.prom_http),
+            clock=clock,
+            metrics=self.metrics,
+            proxy_url=config.proxy_pattern,
+            group=config.crd_group,
+        )
+        self.loop = ControllerLoop(
+            kube=kube,
+            runpod=self.runpod,
+            reconciler=reconciler,
+            clock=clock,
+            interval=config.reconcile_interval,
+            metrics=self.metrics,
+            secrets=(config.runpod_api_key,),
+        )
+        self.elector = LeaderElector(
+            kube=kube,
+            identity=self.identity,
+            clock=clock,
+            timing=timing,
+            on_change=lambda leading: self.metrics.leader.set(1 if leading else 0),
+        )
+        self.api = HttpApi(registry=self.registry, health=self.loop.health, kube=kube)
+
+    async def serve(self, stop: asyncio.Event) -> int:
+        """Serve HTTP, elect, run the loop until `stop`; then release and close."""
+        config = uvicorn.Config(
+            self.api,
+            host=self.config.listen_host,
+            port=self.config.listen_port,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+        )
+        server = _Server(config)
+        serving = asyncio.create_task(server.serve(), name="rpp-http")
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if not server.started:
+            with contextlib.suppress(BaseException):
+                serving.result()
+            log.error(
+                "LISTEN_ADDRESS: cannot listen on %s:%d (in use, or not an address of this "
+                "host); set another LISTEN_ADDRESS",
+                self.config.listen_host,
+                self.config.listen_port,
+            )
+            await self.close()
+            return 1
+        electing = asyncio.create_task(self.elector.run(), name="rpp-leader")
+        try:
+            await self.loop.run(stop=stop, elector=self.elector)
+        finally:
+            electing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await electing
+            await self.elector.release()
+            server.should_exit = True
+            await serving
+            await self.close()
+        log.info("stopped")
+        return 0
+
+    async def close(self) -> None:
+        await self.runpod.aclose()
+        await self.probe_http.aclose()
+        await self.prom_http.aclose()
+        await self.kube.close()
+
+
+class JsonFormatter(logging.Formatter):
+    """LOG_FORMAT=json: one JSON object per line (time, level, logger, message)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level)
+    # One line per probe request is noise, even at INFO.
+    for noisy in ("httpx", "httpcore", "kubernetes", "aiohttp", "uvicorn.error"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

@@ -1,0 +1,258 @@
+"""What `rpp simulate` prints: a readable timeline, or one JSON object per line.
+
+Where it sits: the simulator's output, fed by the controller loop's results (each
+pool's `PoolResult`) and by the world (the fake cloud's ground truth and the scenario's
+knobs). It decides nothing; it tells what the controller did and why.
+
+Every record has `t` (seconds since the start) and `event`:
+
+- `transition` {pool, pod, from, to, reason}: a member changed phase;
+- `action` {pool, action, pod, detail, mode, outcome}: create, terminate, update, wire,
+  unwire or write-slots, as the executor carried it out (or planned it, in DryRun);
+- `condition` {pool, type, status, reason, message}: a condition appeared or flipped;
+- `loop` {pool, mode, ready, desired, wired, members, costPerHour}: after each reconcile;
+- `cloud` {kind, pod, name, datacenter, gpuType, image, detail}: the fake cloud's
+  ground truth, whoever caused it (created, deleted, updated, fault);
+- `scenario` {do, detail}: a scenario event outside the cloud (load, apply,
+  controller-restart);
+- `end` {pool, status}: the pool's final status, as `kubectl get rpp -o yaml` shows it.
+
+The text form prints the same records for a reader: loops only when something a reader
+cares about moved, DryRun plans only when they change, and a member table at the end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from rpp.clock import Clock
+from rpp.reconcile import PoolResult
+from rpp.sim.world import CloudChange
+from rpp.status import PoolStatus
+
+
+class Timeline:
+    """Collects the records of one simulation and writes them as they happen."""
+
+    def __init__(self, *, clock: Clock, out: TextIO | None = None, as_json: bool = False) -> None:
+        self.clock = clock
+        self.start = clock.now()
+        self.out = out
+        self.as_json = as_json
+        self.records: list[dict[str, Any]] = []
+        self._conditions: dict[str, dict[str, str]] = {}
+        self._last_loop: dict[str, tuple[Any, ...]] = {}
+        self._last_plan: dict[str, tuple[str, ...]] = {}
+        self._said: set[tuple[Any, ...]] = set()  # repeatable lines since the last news
+        self._repeats = 0
+        self._repeated_until = 0.0
+
+    def seconds(self, when: dt.datetime | None = None) -> float:
+        return round(((when or self.clock.now()) - self.start).total_seconds(), 3)
+
+    def emit(self, event: str, **fields: Any) -> None:
+        record: dict[str, Any] = {"t": self.seconds(), "event": event, **fields}
+        self.records.append(record)
+        if self.out is None:
+            return
+        if self.as_json:
+            self.out.write(json.dumps(record) + "\n")
+            return
+        line = self._text(record)
+        if line is None:
+            return
+        key = _repeat_key(record)
+        if key is not None and key in self._said:
+            # A pool waiting for stock says the same every backoff: say it once.
+            self._repeats += 1
+            self._repeated_until = record["t"]
+            return
+        if self._repeats:
+            self.out.write(
+                f"{clock_text(self._repeated_until)}  ... and {self._repeats} more lines like "
+                "the ones above\n"
+            )
+            self._repeats = 0
+        if key is None:
+            self._said.clear()
+        else:
+            self._said.add(key)
+        self.out.write(line + "\n")
+
+    # -- feeds ---------------------------------------------------------------------------
+
+    def result(self, result: PoolResult) -> None:
+        """Everything one reconcile of one pool did."""
+        pool = result.pool
+        status = result.status
+        mode = status.mode if status is not None else None
+        if result.decision is not None:
+            for tr in result.decision.transitions:
+                self.emit(
+                    "transition",
+                    pool=pool,
+                    pod=tr.pod,
+                    **{"from": tr.source, "to": tr.target},
+                    reason=tr.reason,
+                )
+        for outcome in result.outcomes:
+            effect = outcome.effect
+            if effect.action == "event":
+                continue
+            pod = outcome.pod.id if outcome.pod is not None else effect.pod
+            self.emit(
+                "action",
+                pool=pool,
+                action=effect.action,
+                pod=pod,
+                detail=outcome.detail or effect.describe(),
+                mode=mode,
+                outcome=outcome.result,
+            )
+        if status is None:
+            return
+        seen = self._conditions.setdefault(pool, {})
+        for cond in status.conditions:
+            if seen.get(cond.type) != cond.status:
+                seen[cond.type] = cond.status
+                self.emit(
+                    "condition",
+                    pool=pool,
+                    type=cond.type,
+                    status=cond.status,
+                    reason=cond.reason,
+                    message=cond.message,
+                )
+        self.emit("loop", pool=pool, **loop_fields(status))
+
+    def cloud(self, change: CloudChange) -> None:
+        self.emit(
+            "cloud",
+            kind=change.kind,
+            pod=change.pod_id,
+            name=change.name,
+            datacenter=change.datacenter,
+            gpuType=change.gpu_type,
+            image=change.image,
+            detail=change.detail,
+        )
+
+    def scenario(self, do: str, detail: str) -> None:
+        self.emit("scenario", do=do, detail=detail)
+
+    def end(self, pool: str, status: Mapping[str, Any]) -> None:
+        self.emit("end", pool=pool, status=dict(status))
+
+    # -- text ----------------------------------------------------------------------------
+
+    def _text(self, r: Mapping[str, Any]) -> str | None:
+        at = clock_text(r["t"])
+        kind = r["event"]
+        if kind == "transition":
+            return f"{at}  {r['pool']}  {r['pod']}  {r['from']} -> {r['to']}: {r['reason']}"
+        if kind == "action":
+            return self._action_text(at, r)
+        if kind == "condition":
+            flag = "raised" if r["status"] == "True" else "cleared"
+            return f"{at}  {r['pool']}  {r['type']} {flag} ({r['reason']}): {r['message']}"
+        if kind == "loop":
+            key = (r["mode"], r["ready"], r["desired"], tuple(r["wired"]))
+            if self._last_loop.get(r["pool"]) == key:
+                return None
+            self._last_loop[r["pool"]] = key
+            wired = " ".join(r["wired"]) or "none"
+            return (
+                f"{at}  {r['pool']}  = {r['mode']}: {r['ready']} ready of {r['desired']} "
+                f"desired; in nginx: {wired}; ${r['costPerHour']:g}/h"
+            )
+        if kind == "cloud":
+            if r["kind"] == "fault":
+                return f"{at}  ! {r['detail']}"
+            where = f"{r['datacenter']}, {r['gpuType']}, {r['image']}"
+            return (
+                f"{at}  cloud: pod {r['pod']} ({r['name']}) {r['kind']} [{where}]: {r['detail']}"
+            )
+        if kind == "scenario":
+            return f"{at}  ! {r['detail']}"
+        if kind == "end":
+            return "\n" + member_table(r["pool"], r["status"], start=self.start)
+        return None
+
+    def _action_text(self, at: str, r: Mapping[str, Any]) -> str | None:
+        if r["action"] in ("wire", "unwire"):
+            return None  # the transition and the write-slots line say it
+        if r["outcome"] == "planned":
+            plan = self._last_plan.setdefault(r["pool"], ())
+            if r["detail"] in plan:
+                return None
+            self._last_plan[r["pool"]] = (*plan[-20:], r["detail"])
+            return f"{at}  {r['pool']}  would: {r['detail']}"
+        return (
+            f"{at}  {r['pool']}  {r['action']} {r['pod'] or ''} -> {r['outcome']}: {r['detail']}"
+        )
+
+
+def _repeat_key(r: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What makes a line a repeat of an earlier one; None for lines that are news."""
+    if r["event"] == "condition":
+        return ("condition", r["pool"], r["type"], r["status"], r["reason"])
+    if r["event"] == "action" and r["outcome"] not in ("ok", "created", "gone", "planned"):
+        return ("action", r["pool"], r["action"], r["outcome"], r["detail"])
+    return None
+
+
+def loop_fields(status: PoolStatus) -> dict[str, Any]:
+    wired = sorted((m for m in status.members if m.slot is not None), key=lambda m: m.slot or 0)
+    return {
+        "mode": status.mode,
+        "ready": status.ready,
+        "desired": status.desired,
+        "wired": [m.pod_id for m in wired],
+        "members": {m.pod_id: m.phase for m in status.members},
+        "costPerHour": status.cost_per_hour,
+    }
+
+
+def clock_text(seconds: float) -> str:
+    """+H:MM:SS since the start."""
+    whole = int(seconds)
+    return f"+{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def member_table(pool: str, stored: Mapping[str, Any], *, start: dt.datetime) -> str:
+    """`kubectl get rpp -o wide`, then one row per member."""
+    status = PoolStatus.from_storage(stored)
+    head = ["NAME", "MODE", "READY", "DESIRED", "COST/H", "PLANNED"]
+    row = [
+        pool,
+        status.mode,
+        str(status.ready),
+        str(status.desired),
+        f"{status.cost_per_hour:g}",
+        str(status.planned),
+    ]
+    lines = _columns([head, row])
+    members = [["POD", "NAME", "PHASE", "SLOT", "DATACENTER", "GPU", "IMAGE", "SINCE"]]
+    for m in sorted(status.members, key=lambda m: (m.slot is None, m.slot or 0, m.pod_id)):
+        since = clock_text((m.since - start).total_seconds())
+        members.append(
+            [
+                m.pod_id,
+                m.name,
+                m.phase,
+                str(m.slot) if m.slot is not None else "-",
+                m.datacenter or "-",
+                m.gpu_type or "-",
+                m.image or "-",
+                since,
+            ]
+        )
+    return "\n".join([*lines, "", *_columns(members)])
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]

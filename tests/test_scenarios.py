@@ -1,0 +1,247 @@
+"""Every example scenario tells the story its description promises, read from its JSON events.
+
+Each test runs one file of examples/scenarios/ through the simulator (the real controller
+on virtual time), parses the `--json` output line by line and checks the story from the
+structured events: the fake cloud's ground truth (`cloud`), what the controller did
+(`transition`, `action`), what it said (`condition`) and the state after every reconcile
+(`loop`). No log text is read.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rpp.commands.simulate import simulate_to
+from rpp.sim.scenario import load_scenario
+
+SCENARIOS = Path(__file__).parents[1] / "examples" / "scenarios"
+Record = dict[str, Any]
+
+
+class Story:
+    """The JSON events of one run, with the questions the tests ask of them."""
+
+    def __init__(self, name: str) -> None:
+        out = io.StringIO()
+        simulate_to(load_scenario(SCENARIOS / f"{name}.yaml"), out=out, as_json=True)
+        self.records: list[Record] = [json.loads(line) for line in out.getvalue().splitlines()]
+
+    def of(self, event: str, **match: Any) -> list[Record]:
+        return [
+            r
+            for r in self.records
+            if r["event"] == event and all(r.get(k) == v for k, v in match.items())
+        ]
+
+    def first(self, event: str, **match: Any) -> Record:
+        found = self.of(event, **match)
+        assert found, f"no {event} event with {match}"
+        return found[0]
+
+    def pod(self, number: int) -> str:
+        """The Nth pool pod by creation, as the scenario's `pod: N` counts."""
+        created = [r["pod"] for r in self.of("cloud", kind="created")]
+        return str(created[number - 1])
+
+    def transition(self, pod: str, source: str, *, to: str) -> Record:
+        return self.first("transition", pod=pod, **{"from": source, "to": to})
+
+    def loops(self, since: float = 0.0, *, until: float = float("inf")) -> list[Record]:
+        return [r for r in self.of("loop") if since <= r["t"] <= until]
+
+    @property
+    def end(self) -> Record:
+        assert self.records[-1]["event"] == "end"
+        return self.records[-1]
+
+    def final_members(self) -> dict[str, dict[str, Any]]:
+        return {m["podId"]: m for m in self.end["status"]["members"]}
+
+
+def replaced_surge_first(s: Story, victim: str, *, rule: str, broke_at: float) -> str:
+    """The common shape of a replacement; returns the replacement's pod id."""
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert rule in flagged["reason"]
+    assert flagged["t"] >= broke_at
+    (replacement,) = [r["pod"] for r in s.of("cloud", kind="created") if r["t"] >= broke_at]
+    created = s.first("cloud", kind="created", pod=replacement)
+    assert created["t"] >= flagged["t"]  # created because of the flag
+    ready = s.transition(replacement, "Warming", to="Ready")
+    draining = s.transition(victim, "Flagged", to="Draining")
+    deleted = s.first("cloud", kind="deleted", pod=victim)
+    assert ready["t"] <= draining["t"]  # the old pod leaves only once the new one serves
+    assert deleted["t"] - draining["t"] >= 150  # drain.period
+    members = s.final_members()
+    assert victim not in members
+    assert members[replacement]["phase"] == "Ready"
+    assert s.end["status"]["ready"] == len(members) == 3
+    assert len(s.of("cloud", kind="created")) == 4  # three adopted, one replacement
+    return replacement
+
+
+def stays_wired(s: Story, pod: str, *, since: float, until: float) -> bool:
+    return all(pod in r["wired"] for r in s.loops(since, until=until))
+
+
+@pytest.fixture(scope="module")
+def stories() -> Callable[[str], Story]:
+    cache: dict[str, Story] = {}
+
+    def get(name: str) -> Story:
+        if name not in cache:
+            cache[name] = Story(name)
+        return cache[name]
+
+    return get
+
+
+def test_every_example_scenario_is_tested_here() -> None:
+    tested = {
+        "pod-dies",
+        "pod-hangs",
+        "slow-host",
+        "host-notice",
+        "out-of-stock",
+        "image-roll",
+        "autoscale",
+        "controller-restart",
+        "error-rate",
+    }
+    assert {p.stem for p in SCENARIOS.glob("*.yaml")} == tested
+
+
+def test_a_pod_dies_it_is_unwired_replaced_then_terminated(stories: Any) -> None:
+    s = stories("pod-dies")
+    victim = s.pod(2)
+    fault = s.first("cloud", kind="fault", pod=victim)
+    assert fault["t"] == 1200
+
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert 1200 + 120 <= flagged["t"] <= 1200 + 150  # the Unreachable rule's 2 minutes
+    assert victim not in s.loops(flagged["t"])[0]["wired"]  # unwired at once: nginx skips it
+    replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+
+
+def test_a_pod_hangs_its_probes_time_out_and_it_is_replaced(stories: Any) -> None:
+    s = stories("pod-hangs")
+    victim = s.pod(2)
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert "timed out" in flagged["reason"]
+    replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+
+
+def test_a_slow_host_is_replaced_while_it_keeps_serving(stories: Any) -> None:
+    s = stories("slow-host")
+    victim = s.pod(1)
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert flagged["t"] >= 1200 + 600  # SlowScrape lasts 10 minutes first
+    replacement = replaced_surge_first(s, victim, rule="SlowScrape", broke_at=1200)
+    ready = s.transition(replacement, "Warming", to="Ready")
+    assert stays_wired(s, victim, since=flagged["t"], until=ready["t"] - 1)  # still serves
+
+
+def test_a_critical_error_note_raises_host_notice_and_replaces_the_pod(stories: Any) -> None:
+    s = stories("host-notice")
+    victim = s.pod(3)
+    raised = s.first("condition", type="HostNotice", status="True")
+    assert victim in raised["message"]
+    assert "critical error on this machine" in raised["message"]
+    assert 1200 <= raised["t"] <= 1230
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    replacement = replaced_surge_first(s, victim, rule="HostNotice", broke_at=1200)
+    ready = s.transition(replacement, "Warming", to="Ready")
+    assert stays_wired(s, victim, since=flagged["t"], until=ready["t"] - 1)
+    cleared = s.first("condition", type="HostNotice", status="False")
+    assert cleared["t"] > ready["t"]  # once the flagged pod left nginx
+
+
+def test_out_of_stock_for_hours_keeps_capacity_unavailable_raised_until_stock_returns(
+    stories: Any,
+) -> None:
+    s = stories("out-of-stock")
+    victim = s.pod(1)
+    s.transition(victim, "Ready", to="Flagged")
+    raised = s.first("condition", type="CapacityUnavailable", status="True")
+    cleared = s.first("condition", type="CapacityUnavailable", status="False")
+    restock = [r for r in s.of("cloud", kind="fault") if r["t"] == 3 * 3600]
+    (replacement,) = [r["pod"] for r in s.of("cloud", kind="created") if r["t"] > 0]
+
+    assert len(restock) == 1
+    assert raised["t"] < 20 * 60
+    assert cleared["t"] > 3 * 3600  # raised for hours, the whole time there was no GPU
+    refused = [r for r in s.of("action", action="create") if r["outcome"] == "refused"]
+    assert len(refused) >= 30  # one try per 5-minute backoff
+    assert all(r["t"] < 3 * 3600 for r in refused)
+    assert s.first("cloud", kind="created", pod=replacement)["t"] > 3 * 3600
+    assert cleared["t"] >= s.first("cloud", kind="created", pod=replacement)["t"]
+    assert s.end["status"]["ready"] == 2
+    assert victim not in s.final_members()
+
+
+def test_an_image_roll_updates_each_pod_in_place_one_at_a_time(stories: Any) -> None:
+    s = stories("image-roll")
+    applied = s.first("scenario", do="apply")
+    updates = s.of("cloud", kind="updated")
+    new = "ghcr.io/example/inference:1.5.0"
+
+    assert applied["t"] == 610
+    assert len(updates) == 3
+    assert len({r["pod"] for r in updates}) == 3  # each pod once, on its own machine
+    assert all(r["image"] == new for r in updates)
+    assert not s.of("cloud", kind="created", image=new)
+    assert not s.of("cloud", kind="deleted")  # no GPU was given up or needed
+    back = [s.transition(r["pod"], "Updating", to="Ready")["t"] for r in updates]
+    for previous_ready, next_update in zip(back, [r["t"] for r in updates][1:], strict=False):
+        assert previous_ready <= next_update  # the next pod waits for the previous one
+    assert all(len(r["wired"]) >= 2 for r in s.loops(applied["t"]))
+    members = s.final_members()
+    assert {m["image"] for m in members.values()} == {new}
+    assert s.end["status"]["ready"] == 3
+
+
+def test_a_load_spike_grows_the_pool_to_max_then_it_shrinks_back(stories: Any) -> None:
+    s = stories("autoscale")
+    spike, calm = s.of("scenario", do="load")
+    grown = next(r for r in s.loops() if r["desired"] == 4)
+    full = next(r for r in s.loops() if r["ready"] == 4)
+    shrunk = next(r for r in s.loops(calm["t"]) if r["desired"] == 2)
+    deleted = s.of("cloud", kind="deleted")
+
+    assert (spike["t"], calm["t"]) == (1200, 3600)
+    assert spike["t"] + 120 <= grown["t"] <= spike["t"] + 180  # scaleUpStabilization 2m
+    assert len(s.of("cloud", kind="created")) == 4  # two adopted, two for the spike
+    assert full["t"] < calm["t"]
+    assert shrunk["t"] >= calm["t"] + 1800  # scaleDownStabilization 30m
+    assert len(deleted) == 2
+    first_gone = s.first("transition", pod=deleted[0]["pod"], to="Gone")
+    second_drained = s.transition(deleted[1]["pod"], "Ready", to="Draining")
+    assert first_gone["t"] <= second_drained["t"]  # one pod at a time through the drain
+    assert s.end["status"]["ready"] == 2
+
+
+def test_a_controller_restart_mid_replacement_carries_on_without_a_second_create(
+    stories: Any,
+) -> None:
+    s = stories("controller-restart")
+    victim = s.pod(2)
+    restart = s.first("scenario", do="controller-restart")
+    flagged = s.transition(victim, "Ready", to="Flagged")
+
+    assert flagged["t"] < restart["t"]  # the replacement was under way
+    replacement = replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+    assert s.transition(replacement, "Warming", to="Ready")["t"] > restart["t"]
+    assert len(s.of("action", action="create")) == 1
+
+
+def test_a_pod_answering_errors_is_replaced_for_its_error_rate(stories: Any) -> None:
+    s = stories("error-rate")
+    victim = s.pod(2)
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert flagged["t"] >= 1200 + 300  # ErrorRate lasts 5 minutes first
+    replaced_surge_first(s, victim, rule="ErrorRate", broke_at=1200)
