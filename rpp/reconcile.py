@@ -36,7 +36,7 @@ from rpp.observe.prometheus import PrometheusClient, queries_from_spec
 from rpp.outcome import Outcome
 from rpp.pool_metrics import PoolMetrics
 from rpp.runpod.proxy import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
-from rpp.spec import API_GROUP, RunPodPoolSpec
+from rpp.spec import API_GROUP, Mode, RunPodPoolSpec
 from rpp.spec_load import load_pool
 from rpp.status import PoolStatus
 from rpp.status_codec import StatusFormatError
@@ -268,8 +268,12 @@ class PoolReconciler:
                 version = str(fresh["metadata"].get("resourceVersion", ""))
                 if not acted and shared is not None:
                     retry = await self._reconcile_without_writing(fresh, shared)
-                    if retry is not None:
-                        after = retry
+                    if retry is None:
+                        # The re-read pool wants actions this loop did not take: a status
+                        # claiming them would lie. The next loop decides and acts.
+                        log.info("pool %s: changed during the loop; the next loop acts", name)
+                        return False
+                    after = retry
                     continue
                 try:
                     fresh_status = PoolStatus.from_storage(fresh.get("status") or {})
@@ -291,7 +295,11 @@ class PoolReconciler:
     async def _reconcile_without_writing(
         self, fresh: Mapping[str, Any], shared: Shared
     ) -> PoolStatus | None:
-        """Re-decide on a re-read pool when this loop carried nothing out."""
+        """Re-decide on a re-read pool when this loop carried nothing out.
+
+        The new status is written only when it needs nothing carried out (DryRun and
+        Observe plan, they never act; a Manage decision with actions returns None).
+        """
         now = self.clock.now()
         pool, _ = load_pool(fresh, group=self.group)
         if pool is None:
@@ -310,4 +318,6 @@ class PoolReconciler:
             now=now,
             proxy_url=self.proxy_url,
         )
+        if pool.spec.mode is Mode.MANAGE and any(e.action != "event" for e in decision.effects):
+            return None
         return decision.status

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import re
 import typing
 from collections.abc import Mapping
@@ -49,6 +50,13 @@ class Pool:
 _TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """The resolved type hints of a spec dataclass (resolving them costs, and they never
+    change: the controller parses every pool every loop)."""
+    return typing.get_type_hints(cls)
+
+
 def _known_keys(cls: type) -> dict[str, dataclasses.Field[Any]]:
     return {model.json_name(f): f for f in dataclasses.fields(cls)}
 
@@ -76,7 +84,7 @@ class _Walker:
         for key in raw:
             if key not in fields:
                 self.problems.append(_unknown_key(str(key), list(fields), path))
-        hints = typing.get_type_hints(cls)
+        hints = _hints(cls)
         kwargs: dict[str, Any] = {}
         for key, f in fields.items():
             sub_path, sub_rel = f"{path}.{key}", f"{rel}.{key}" if rel else key

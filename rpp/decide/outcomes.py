@@ -43,9 +43,7 @@ def fold(status: PoolStatus, outcomes: Sequence[Outcome], *, now: dt.datetime) -
                     time=now,
                     action=effect.action,
                     outcome=outcome.result,
-                    detail=f"{effect.describe()}: {outcome.detail}"
-                    if outcome.detail
-                    else effect.describe(),
+                    detail=_detail(effect.describe(), outcome),
                     pod=effect.pod,
                 )
             )
@@ -54,6 +52,15 @@ def fold(status: PoolStatus, outcomes: Sequence[Outcome], *, now: dt.datetime) -
         elif isinstance(effect, UpdatePod):
             status = _update(status, effect, outcome, now)
     return status
+
+
+def _detail(described: str, outcome: Outcome) -> str:
+    """History lines are bounded: a failure leads with RunPod's (or the cause's) words."""
+    if not outcome.detail:
+        return described
+    if outcome.ok:
+        return f"{described}: {outcome.detail}"
+    return f"{outcome.detail} (for: {described})"
 
 
 def _create(

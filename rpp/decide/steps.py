@@ -82,7 +82,18 @@ def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
         plan = capacity.plan_create(
             pool=loop.pool, spec=spec, status=status, wish=wish, owned=loop.owned, now=loop.now
         )
-        if plan.block is not None:
+        backoff_for_stock = (
+            plan.block is not None
+            and plan.block.reason == "CreateBackoff"
+            and status.last_capacity_refusal is not None
+        )
+        if backoff_for_stock:
+            # CapacityUnavailable below says why; a CreateBlocked raised and cleared
+            # every 5-minute retry would only add noise to the Events.
+            conds.clear(
+                Cond.CREATE_BLOCKED, reason="WaitingForStock", message="see CapacityUnavailable"
+            )
+        elif plan.block is not None:
             conds.set(
                 Cond.CREATE_BLOCKED,
                 true=True,

@@ -3,7 +3,7 @@ ownership, and the controller's own crashes."""
 
 from __future__ import annotations
 
-from rpp.sim.faults import CreatedButFailed
+from rpp.sim.faults import CreatedButFailed, Refuse
 from tests.stories.test_replacement import healthy_pool, ready_pods
 from tests.stories.world_kit import Story, pool_manifest, story
 
@@ -91,9 +91,10 @@ def test_creates_per_hour_cap_and_refused_creates_do_not_count() -> None:
     async def body(s: Story) -> None:
         s.out_of_stock()
         await s.loops(40)  # 20 minutes of refused creates
-        assert s.status().creates_in_last_hour(s.clock.now()) == 0
-        reason, _ = blocked(s) or ("", "")
-        assert reason == "CreateBackoff"
+        status = s.status()
+        assert status.creates_in_last_hour(s.clock.now()) == 0
+        assert status.condition("CapacityUnavailable").status == "True"  # type: ignore[union-attr]
+        assert blocked(s) is None, "waiting for stock is told by CapacityUnavailable alone"
         s.restock()
         # New pods die young: each is replaced, until the hourly cap stops it.
         s.new_pods_die()
@@ -102,6 +103,9 @@ def test_creates_per_hour_cap_and_refused_creates_do_not_count() -> None:
         assert status.creates_in_last_hour(s.clock.now()) <= 2
         counted = [a for a in status.create_log if a.outcome == "created"]
         assert len(counted) >= 2
+        reason, message = blocked(s) or ("", "")
+        assert reason == "CreateRateLimited"
+        assert "maxCreatesPerHour is 2" in message
 
     limits = {
         "maxPods": 4,
@@ -114,7 +118,9 @@ def test_creates_per_hour_cap_and_refused_creates_do_not_count() -> None:
 
 def test_failed_create_waits_five_minutes() -> None:
     async def body(s: Story) -> None:
-        s.out_of_stock()
+        s.world.cloud.faults.always(
+            "createPod", Refuse(status=422, detail="templateId does not exist")
+        )
         await s.loops(1)
         refusal_time = s.clock.now()
         await s.loops(9)  # 4.5 more minutes: no second attempt
@@ -126,6 +132,7 @@ def test_failed_create_waits_five_minutes() -> None:
             lambda st: len([h for h in st.history if h.action == "create"]) == 2, limit=4
         )
         assert (s.clock.now() - refusal_time).total_seconds() >= 300
+        assert "templateId does not exist" in s.status().history[-1].detail
 
     story(body)
 

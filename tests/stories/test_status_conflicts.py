@@ -1,0 +1,75 @@
+"""Status writes are conflict-safe: a pool changed during a loop is re-read, never
+overwritten blindly, and status never claims an action that was not carried out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.stories.test_replacement import healthy_pool
+from tests.stories.world_kit import Story, pool_manifest, story
+
+
+def change_spec_during_next_write(s: Story, change: Callable[[], None]) -> list[int]:
+    """Before the next status write reaches the API, someone applies a spec change."""
+    kube = s.world.kube
+    original = kube.replace_pool_status
+    calls: list[int] = []
+
+    async def racing(name: str, *, status: dict[str, Any], resource_version: str) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            change()
+        return await original(name, status=status, resource_version=resource_version)
+
+    kube.replace_pool_status = racing  # type: ignore[method-assign]
+    return calls
+
+
+def test_dry_run_status_is_re_decided_on_the_changed_spec_and_written() -> None:
+    async def body(s: Story) -> None:
+        await s.loops(2)
+        calls = change_spec_during_next_write(s, lambda: s.apply(replicas={"min": 3, "max": 3}))
+        await s.loops(1)
+        assert len(calls) == 2, "one conflict, then one write"
+        status = s.status()
+        generation = s.world.kube.pool(s.name)["metadata"]["generation"]
+        assert status.observed_generation == generation
+        assert status.desired == 3
+        assert any("of 3 wanted" in a.detail for a in status.planned_actions)
+
+    story(body, manifest=pool_manifest(dryRun=True))
+
+
+def test_manage_status_after_acting_is_written_over_a_spec_change_with_its_facts() -> None:
+    async def body(s: Story) -> None:
+        calls = change_spec_during_next_write(s, lambda: s.apply(drain={"period": "3m"}))
+        await s.loops(1)  # this loop creates a pod, then its status write conflicts
+        assert len(calls) == 2
+        status = s.status()
+        assert len(status.members) == 1, "the created pod is in status"
+        await s.until(lambda st: st.ready == 2, limit=20)
+        assert len([c for c in s.world.cloud.calls if c.operation == "createPod"]) == 2
+
+    story(body)
+
+
+def test_manage_status_is_not_written_when_the_changed_spec_wants_actions_not_taken() -> None:
+    async def body(s: Story) -> None:
+        await healthy_pool(s)
+        before = s.status()
+        calls = change_spec_during_next_write(
+            s, lambda: s.apply(image="ghcr.io/example/inference:1.5.0")
+        )
+        await s.loops(1)  # nothing to do on the old spec; the new one wants a drain
+        assert len(calls) == 1, "not written: it would claim a drain that did not happen"
+        after = s.status()
+        assert [m.phase for m in after.members] == [m.phase for m in before.members]
+        assert all(m.slot is not None for m in after.members)
+        await s.loops(1)
+        drained = [m for m in s.status().members if m.phase == "Draining"]
+        assert len(drained) == 1
+        assert drained[0].slot is None
+        assert drained[0].pod_id not in s.wired().values()
+
+    story(body)
