@@ -15,12 +15,12 @@ fail (`fail_next`). The methods a human or a test uses to change the cluster (`a
 from __future__ import annotations
 
 import asyncio
-import copy
 import datetime as dt
+import json
 import uuid
 from collections import defaultdict, deque
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from rpp.clock import Clock, to_rfc3339
 from rpp.kube import events
@@ -39,6 +39,19 @@ from rpp.kube.api import (
 _UID_NAMESPACE = uuid.UUID("6f1c2a8e-4d3b-4f7e-9a55-2b8c0d1e3f47")
 
 
+_T = TypeVar("_T")
+
+
+def _clone(obj: _T) -> _T:
+    """A deep copy of a JSON-shaped object (what the API server stores and returns).
+
+    A JSON round trip is several times faster than copy.deepcopy on these dicts, and the
+    simulator copies every pool on every get, list and write.
+    """
+    copied: _T = json.loads(json.dumps(obj))
+    return copied
+
+
 class Call(NamedTuple):
     """One API call the controller made, in the words of an RBAC rule."""
 
@@ -50,7 +63,7 @@ class Call(NamedTuple):
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: maps merge recursively, null deletes, anything else replaces."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return _clone(patch)
     result = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
@@ -100,14 +113,14 @@ class MemoryKubeApi:
                 "apiVersion": self._settings.pool_api_version,
                 "kind": POOL_KIND,
                 "metadata": self._new_metadata(name, meta, generation=True),
-                "spec": copy.deepcopy(dict(manifest.get("spec") or {})),
+                "spec": _clone(dict(manifest.get("spec") or {})),
             }
             self._pools[name] = pool
             self._notify("ADDED", pool)
-            return copy.deepcopy(pool)
+            return _clone(pool)
         pool = self._pools[name]
         changed_meta = {
-            key: copy.deepcopy(dict(meta[key]))
+            key: _clone(dict(meta[key]))
             for key in ("labels", "annotations")
             if key in meta and meta[key] != pool["metadata"].get(key)
         }
@@ -150,7 +163,7 @@ class MemoryKubeApi:
 
     def pool(self, name: str) -> dict[str, Any]:
         """The pool as stored, for assertions."""
-        return copy.deepcopy(self._pools[name])
+        return _clone(self._pools[name])
 
     def config_map(self, name: str) -> StoredConfigMap | None:
         """The ConfigMap as stored, for assertions."""
@@ -160,17 +173,17 @@ class MemoryKubeApi:
     @property
     def events(self) -> list[dict[str, Any]]:
         """Every Event, in the order first emitted, with its count."""
-        return [copy.deepcopy(event) for event in self._events.values()]
+        return [_clone(event) for event in self._events.values()]
 
     # -- KubeApi ------------------------------------------------------------------------------
 
     async def list_pools(self) -> list[dict[str, Any]]:
         self._call("list", self._settings.plural, None)
-        return [copy.deepcopy(pool) for pool in self._pools.values()]
+        return [_clone(pool) for pool in self._pools.values()]
 
     async def get_pool(self, name: str) -> dict[str, Any]:
         self._call("get", self._settings.plural, name)
-        return copy.deepcopy(self._existing(self._pools, "get", self._settings.plural, name))
+        return _clone(self._existing(self._pools, "get", self._settings.plural, name))
 
     async def replace_pool_status(
         self, name: str, *, status: Mapping[str, Any], resource_version: str
@@ -179,10 +192,10 @@ class MemoryKubeApi:
         self._call("update", resource, name)
         pool = self._existing(self._pools, "update", resource, name)
         self._check_version(pool, "update", resource, resource_version)
-        pool["status"] = copy.deepcopy(dict(status))
+        pool["status"] = _clone(dict(status))
         self._bump(pool)
         self._notify("MODIFIED", pool)
-        return copy.deepcopy(pool)
+        return _clone(pool)
 
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
         self._call("get", "configmaps", name)
@@ -240,7 +253,7 @@ class MemoryKubeApi:
         self._watchers.append(queue)
         try:
             for pool in list(self._pools.values()):
-                yield PoolEvent("ADDED", copy.deepcopy(pool))
+                yield PoolEvent("ADDED", _clone(pool))
             while True:
                 yield await queue.get()
         finally:
@@ -249,7 +262,7 @@ class MemoryKubeApi:
     async def get_lease(self, name: str) -> dict[str, Any] | None:
         self._call("get", "leases", name)
         found = self._leases.get(name)
-        return copy.deepcopy(found) if found is not None else None
+        return _clone(found) if found is not None else None
 
     async def create_lease(self, name: str, *, spec: Mapping[str, Any]) -> dict[str, Any]:
         self._call("create", "leases", name)
@@ -259,10 +272,10 @@ class MemoryKubeApi:
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": self._new_metadata(name, {}),
-            "spec": copy.deepcopy(dict(spec)),
+            "spec": _clone(dict(spec)),
         }
         self._leases[name] = lease
-        return copy.deepcopy(lease)
+        return _clone(lease)
 
     async def replace_lease(
         self, name: str, *, spec: Mapping[str, Any], resource_version: str
@@ -270,9 +283,9 @@ class MemoryKubeApi:
         self._call("update", "leases", name)
         lease = self._existing(self._leases, "update", "leases", name)
         self._check_version(lease, "update", "leases", resource_version)
-        lease["spec"] = copy.deepcopy(dict(spec))
+        lease["spec"] = _clone(dict(spec))
         self._bump(lease)
-        return copy.deepcopy(lease)
+        return _clone(lease)
 
     async def close(self) -> None:
         return None
@@ -326,7 +339,7 @@ class MemoryKubeApi:
             meta["generation"] = 1
         for key in ("labels", "annotations"):
             if given.get(key):
-                meta[key] = copy.deepcopy(dict(given[key]))
+                meta[key] = _clone(dict(given[key]))
         return meta
 
     def _change_pool(
@@ -334,18 +347,18 @@ class MemoryKubeApi:
     ) -> dict[str, Any]:
         spec_changed = spec != pool.get("spec")
         if not spec_changed and not meta:
-            return copy.deepcopy(pool)  # a no-op apply changes nothing, as on a real server
+            return _clone(pool)  # a no-op apply changes nothing, as on a real server
         if spec_changed:
-            pool["spec"] = copy.deepcopy(spec)
+            pool["spec"] = _clone(spec)
             pool["metadata"]["generation"] += 1
         pool["metadata"].update(meta)
         self._bump(pool)
         self._notify("MODIFIED", pool)
-        return copy.deepcopy(pool)
+        return _clone(pool)
 
     def _notify(self, type_: str, pool: dict[str, Any]) -> None:
         for queue in self._watchers:
-            queue.put_nowait(PoolEvent(type_, copy.deepcopy(pool)))
+            queue.put_nowait(PoolEvent(type_, _clone(pool)))
 
 
 def _stored(config_map: Mapping[str, Any]) -> StoredConfigMap:

@@ -116,6 +116,7 @@ class FakeInferencePod:
         self._token = metrics_token
         self.process_start = process_start or clock.now()
         self._metrics = _ProcessMetrics()
+        self._page: bytes | None = None
         self._exposed = CollectorRegistry()
         self._exposed.register(_StartStampedCollector(self))
         self._dead = False
@@ -158,6 +159,7 @@ class FakeInferencePod:
         """A new process: new start time, fresh counters, serving, nothing hung."""
         self.process_start = now
         self._metrics = _ProcessMetrics()
+        self._page = None
         self._dead = False
         self._hanging = False
         self._release_hung()
@@ -187,8 +189,14 @@ class FakeInferencePod:
         return self._metrics.registry
 
     def metrics_text(self) -> bytes:
-        """The metrics page, as the metrics path serves it."""
-        return generate_latest(self._exposed)
+        """The metrics page, as the metrics path serves it.
+
+        Rendered once per change (a request served, a restart): the simulator probes every
+        pod every loop, and rendering the page is most of a probe's cost there.
+        """
+        if self._page is None:
+            self._page = generate_latest(self._exposed)
+        return self._page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if await reject_non_http(scope, receive, send):
@@ -231,6 +239,7 @@ class FakeInferencePod:
         metrics = self._metrics
         loop = asyncio.get_running_loop()
         started = loop.time()
+        self._page = None
         metrics.queue.inc()
         try:
             if self.latency_s:
@@ -241,6 +250,7 @@ class FakeInferencePod:
                 self._error_credit -= 1.0
         finally:
             metrics.queue.dec()
+        self._page = None
         metrics.requests.inc()
         metrics.duration.observe(loop.time() - started)
         if failed:
