@@ -1,27 +1,11 @@
-# The two commands of the README: `make demo` and `make test`.
-VENV := .venv
-BIN := $(VENV)/bin
-
-.PHONY: setup demo test lint typecheck unit
+# Shortcuts for the README's two commands (scripts/demo and scripts/test need no make).
+.PHONY: setup demo test
 
 setup:
 	@scripts/bootstrap.sh
 
-demo: setup
-	$(BIN)/rpp simulate
+demo:
+	@scripts/demo
 
-lint: setup
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-
-typecheck: setup
-	$(BIN)/mypy
-
-unit: setup
-	$(BIN)/python -m pytest -q
-
-test: setup
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+test:
+	@scripts/test

@@ -1,6 +1,6 @@
 """A real Prometheus (Debian's package) on 127.0.0.1, for tests that run real PromQL.
 
-`scripts/bootstrap.sh` (run by `make test`) installs the package when it is missing;
+`scripts/bootstrap.sh` (run by `scripts/test`) installs the package when it is missing;
 a test run without it fails with a message that says so, it never skips. Each server
 gets its own port, a temporary TSDB and a config the test writes, and scrapes every
 second so rate() has data within a few seconds.
@@ -46,7 +46,7 @@ def prometheus_path() -> str:
     )
     if found is None:
         pytest.fail(
-            "prometheus is not installed; these tests run the real server. Run `make setup` "
+            "prometheus is not installed; these tests run the real server. Run `scripts/bootstrap.sh` "
             "(scripts/bootstrap.sh installs the Debian package `prometheus`) and retry.",
             pytrace=False,
         )

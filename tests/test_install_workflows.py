@@ -64,8 +64,9 @@ def test_actionlint_runs_shellcheck_on_run_scripts(tmp_path: Path) -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     flow = workflow("ci.yml")
     assert set(flow["on"]) == {"push", "pull_request"}
-    assert "make test" in (ROOT / "README.md").read_text()
-    assert [s["run"] for s in steps(flow) if "run" in s] == ["make test"]
+    assert "scripts/test" in (ROOT / "README.md").read_text()
+    assert [s["run"] for s in steps(flow) if "run" in s] == ["scripts/test"]
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec scripts/test")
     python = next(s for s in steps(flow) if s.get("uses", "").startswith("actions/setup-python"))
     assert python["with"]["python-version"] == "3.11"
 
