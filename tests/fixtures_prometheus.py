@@ -46,8 +46,8 @@ def prometheus_path() -> str:
     )
     if found is None:
         pytest.fail(
-            "prometheus is not installed; these tests run the real server. Run `scripts/bootstrap.sh` "
-            "(scripts/bootstrap.sh installs the Debian package `prometheus`) and retry.",
+            "prometheus is not installed; these tests run the real server. Run "
+            "scripts/bootstrap.sh (it installs the Debian package `prometheus`) and retry.",
             pytrace=False,
         )
     return found
