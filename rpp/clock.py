@@ -12,7 +12,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Protocol
 
-UTC = dt.UTC
+# Formatting lives in rpp/timestamps.py (pure); these names stay importable from here.
+from rpp.timestamps import UTC as UTC
+from rpp.timestamps import from_rfc3339 as from_rfc3339
+from rpp.timestamps import to_rfc3339 as to_rfc3339
 
 
 class Clock(Protocol):
@@ -49,16 +52,3 @@ class ManualClock:
         if when < self._now:
             raise ValueError(f"cannot move a clock backwards (from {self._now} to {when})")
         self._now = when
-
-
-def to_rfc3339(when: dt.datetime) -> str:
-    """How every timestamp is written to status: UTC, second precision, `Z` suffix."""
-    return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def from_rfc3339(text: str) -> dt.datetime:
-    """Parse a timestamp written by `to_rfc3339` (or any ISO 8601 with an offset)."""
-    parsed = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if parsed.tzinfo is None:
-        raise ValueError(f"timestamp {text!r} has no timezone")
-    return parsed.astimezone(UTC)

@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from rpp.clock import UTC, from_rfc3339, to_rfc3339
+from rpp.timestamps import UTC, from_rfc3339, to_rfc3339
 
 T = TypeVar("T")
 

@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rpp.clock import to_rfc3339
 from rpp.spec import RunPodPoolSpec
 from rpp.status import PoolStatus
+from rpp.timestamps import to_rfc3339
 
 
 @dataclass(frozen=True)
