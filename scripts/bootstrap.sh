@@ -17,8 +17,8 @@ if [ ${#want_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "bootstrap: installing Debian packages: ${want_debs[*]}" >&2
   $SUDO apt-get update -qq
-  # policy-rc.d keeps the packages' services from starting: the tests start
-  # nginx and prometheus themselves, on 127.0.0.1, with their own configs.
+  # RUNLEVEL=1 asks invoke-rc.d not to start the packages' services: the tests start
+  # nginx and prometheus themselves, on 127.0.0.1 and free ports, with their own configs.
   DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq --no-install-recommends \
     "${want_debs[@]}" >/dev/null
 fi
