@@ -205,6 +205,27 @@ def test_the_command_prints_every_problem_and_exits_2_without_a_traceback(
     assert "Traceback" not in "\n".join(err)
 
 
+def test_problems_in_every_section_are_reported_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "pool:\n  apiVersion: runpodpool.ownego.com/v1alpha1\n  kind: RunPodPool\n"
+        "  metadata: {name: inference}\n  spec: {cloud: CHEAP}\n"
+        "duration: 4q\n"
+        "events:\n  - {at: 5x, do: die, pod: 1}\n  - {at: 1m, do: explode}\n"
+    )
+
+    code = main(["simulate", "--scenario", str(path)])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{path}: pool.spec.cloud:" in err
+    assert f"{path}: duration: '4q' is not a duration" in err
+    assert f"{path}: events[0].at:" in err
+    assert f"{path}: events[1].do: expected one of" in err
+
+
 def test_unreadable_files_and_bad_until_are_one_line_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

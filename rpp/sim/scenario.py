@@ -20,10 +20,10 @@ docs/simulator.md describes every event and its fields.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -52,6 +52,9 @@ EVENTS: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {
     "apply": (False, ("patch",), ()),
     "controller-restart": (False, (), ()),
 }
+
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,32 +117,59 @@ def parse_scenario_text(text: str, *, source: str) -> Scenario:
 
 
 def parse_scenario(document: Any, *, source: str = "scenario") -> Scenario:
-    """A scenario from parsed YAML; errors are `path: message`, one per line."""
+    """A scenario from parsed YAML; every error, as `path: message`, one per line."""
     if not isinstance(document, Mapping):
         raise ScenarioError("(document): expected a mapping with pool:, cloud: and events:")
-    unknown = [k for k in document if k not in TOP_LEVEL]
-    if unknown:
-        raise ScenarioError(f"{unknown[0]}: unknown field; known fields: {', '.join(TOP_LEVEL)}")
-    if "pool" not in document:
-        raise ScenarioError("pool: is required: a RunPodPool (apiVersion, kind, metadata, spec)")
-    pool_obj = document["pool"]
-    pool, problems = load_pool(pool_obj)
-    if pool is None:
-        raise ScenarioError("\n".join(f"pool.{p.path}: {p.message}" for p in problems))
-    duration = _duration(document, "duration", default=DEFAULT_DURATION_S, minimum=1.0)
+    errors: list[str] = []
+
+    def attempt(part: Callable[[], _T], fallback: _T) -> _T:
+        try:
+            return part()
+        except ScenarioError as error:
+            errors.extend(str(error).splitlines())
+            return fallback
+
+    errors += [
+        f"{key}: unknown field; known fields: {', '.join(TOP_LEVEL)}"
+        for key in document
+        if key not in TOP_LEVEL
+    ]
+    pool_obj = document.get("pool")
+    pool = None
+    if pool_obj is None:
+        errors.append("pool: is required: a RunPodPool (apiVersion, kind, metadata, spec)")
+    else:
+        pool, problems = load_pool(pool_obj)
+        errors += [f"pool.{p.path}: {p.message}" for p in problems]
+    duration = attempt(
+        lambda: _duration(document, "duration", default=DEFAULT_DURATION_S, minimum=1.0),
+        DEFAULT_DURATION_S,
+    )
     if duration > MAX_DURATION_S:
-        raise ScenarioError("duration: at most 30 days of simulated time")
-    interval = _duration(document, "interval", default=DEFAULT_INTERVAL_S, minimum=1.0)
-    cloud = parse_cloud_section(document.get("cloud") or {})
+        errors.append("duration: at most 30 days of simulated time")
+    interval = attempt(
+        lambda: _duration(document, "interval", default=DEFAULT_INTERVAL_S, minimum=1.0),
+        DEFAULT_INTERVAL_S,
+    )
+    cloud = attempt(lambda: parse_cloud_section(document.get("cloud") or {}), None)
     description = document.get("description")
     if description is not None and not isinstance(description, str):
-        raise ScenarioError("description: expected text")
+        errors.append("description: expected text")
     raw_events = document.get("events") or []
+    events: list[ScenarioEvent] = []
     if not isinstance(raw_events, list):
-        raise ScenarioError("events: expected a list of {at, do, ...}")
-    events = [_event(item, index=i, duration=duration) for i, item in enumerate(raw_events)]
+        errors.append("events: expected a list of {at, do, ...}")
+    else:
+        for i, item in enumerate(raw_events):
+            try:
+                events.append(_event(item, index=i, duration=duration))
+            except ScenarioError as error:
+                errors.extend(str(error).splitlines())
     events.sort(key=lambda e: (e.at, e.index))
-    _check_patches(pool_obj, events)
+    if pool is not None and pool_obj is not None:
+        attempt(lambda: _check_patches(pool_obj, events), None)
+    if errors or pool is None or cloud is None or not isinstance(pool_obj, Mapping):
+        raise ScenarioError("\n".join(errors) or "pool: expected a RunPodPool mapping")
     namespace = pool.namespace or "runpod"
     return Scenario(
         source=source,
@@ -150,7 +180,7 @@ def parse_scenario(document: Any, *, source: str = "scenario") -> Scenario:
         events=tuple(events),
         duration=duration,
         interval=interval,
-        description=description.strip() if description else None,
+        description=description.strip() if isinstance(description, str) and description else None,
     )
 
 
