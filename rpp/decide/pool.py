@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from rpp.decide import judgement, steps
+from rpp.decide import capacity, judgement, steps
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Transition, settings_for
@@ -104,7 +104,7 @@ def decide(
     planned, real = _drive_members(loop, health)
     steps.drain_replaced(loop, planned)
     desired = steps.autoscale_size(loop, planned)
-    wish = steps.wanted_create(loop, planned, desired=desired, pool_wide=health.pool_wide)
+    wish = capacity.wanted_create(members=planned, desired=desired, pool_wide=health.pool_wide)
     create = steps.create(loop, wish)
     shrunk = wish is None and steps.scale_down(loop, planned, desired)
     steps.roll(loop, planned, wants_create=wish is not None or shrunk, pool_wide=health.pool_wide)

@@ -64,12 +64,6 @@ def autoscale_size(loop: LoopState, planned: list[MemberRecord]) -> int:
     return scaling.size
 
 
-def wanted_create(
-    loop: LoopState, planned: list[MemberRecord], *, desired: int, pool_wide: bool
-) -> capacity.CreateWish | None:
-    return capacity.wanted_create(members=planned, desired=desired, pool_wide=pool_wide)
-
-
 def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
     """Pool step 4 (and replacements): the one create of this loop, or why not."""
     conds, spec, status = loop.conds, loop.spec, loop.conds.status
