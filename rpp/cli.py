@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -55,4 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`rpp simulate --json | head`): stop quietly, as Unix tools
+        # do, and keep Python from complaining when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return code

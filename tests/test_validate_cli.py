@@ -91,3 +91,20 @@ def test_no_traceback_for_a_document_that_is_not_a_mapping(tmp_path: Path) -> No
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "expected a RunPodPool object" in result.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    """`rpp simulate --json | head` must not end in a traceback."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "rpp", "simulate", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=120)
+    assert first.startswith("{")
+    assert "Traceback" not in err
+    assert proc.returncode == 0
