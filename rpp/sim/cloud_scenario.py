@@ -186,23 +186,7 @@ def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
     existing: list[ExistingPod] = []
     for i, item in enumerate(top.items("existing")):
         where = f"{path}.existing[{i}]"
-        r = _Reader(
-            item,
-            where,
-            (
-                "id",
-                "name",
-                "gpuType",
-                "gpuCount",
-                "datacenter",
-                "cloud",
-                "image",
-                "env",
-                "ports",
-                "booted",
-                "note",
-            ),
-        )
+        r = _Reader(item, where, _EXISTING_FIELDS)
         pod_id = item.get("id")
         if pod_id is not None and (not isinstance(pod_id, str) or not _POD_ID.match(pod_id)):
             raise ScenarioError(f"{where}.id: a pod id is 6-32 lowercase letters and digits")
