@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,25 +268,12 @@ class PoolStatus:
         """Datacenters avoided now (see `cooldown_until`)."""
         return frozenset(self.cooldown_until(now, threshold=threshold))
 
-    def with_recommendation(
-        self, now: dt.datetime, size: int, *, window_s: float, value: float | None = None
-    ) -> PoolStatus:
-        """Autoscaling with a new recommendation, dropping ones older than `window_s`."""
-        current = self.autoscaling or Autoscaling()
-        recent = _recent(current.recommendations, now, dt.timedelta(seconds=window_s))
-        recommendations = (*recent, Recommendation(time=now, size=size))
-        return self.replace(
-            autoscaling=dataclasses.replace(current, value=value, recommendations=recommendations)
-        )
-
-    def pruned(
-        self, now: dt.datetime, *, recommendation_window_s: float | None = None
-    ) -> PoolStatus:
+    def pruned(self, now: dt.datetime) -> PoolStatus:
         """The logs without entries that no longer count, and history bounded.
 
-        Creates older than 1h leave the create log, replacements older than 24h leave
-        the datacenter log (a datacenter with none left disappears), recommendations
-        older than `recommendation_window_s` (when given) leave autoscaling.
+        Creates older than 1h leave the create log; replacements leave the datacenter
+        log once they can no longer start or extend a cooldown (a datacenter with none
+        left disappears). Autoscaling keeps its own windows (rpp/decide/autoscale.py).
         """
         create_log = tuple(a for a in self.create_log if now - a.time < CREATE_LOG_WINDOW)
         replacements = {
@@ -294,24 +281,11 @@ class PoolStatus:
             for datacenter, times in self.datacenter_replacements.items()
             if (recent := tuple(t for t in times if now - t < REPLACEMENT_LOG_KEEP))
         }
-        autoscaling = self.autoscaling
-        if autoscaling is not None and recommendation_window_s is not None:
-            window = dt.timedelta(seconds=recommendation_window_s)
-            autoscaling = dataclasses.replace(
-                autoscaling, recommendations=_recent(autoscaling.recommendations, now, window)
-            )
         return self.replace(
             create_log=create_log,
             datacenter_replacements=replacements,
-            autoscaling=autoscaling,
             history=self.history[-HISTORY_LIMIT:],
         )
-
-
-def _recent(
-    recommendations: Iterable[Recommendation], now: dt.datetime, window: dt.timedelta
-) -> tuple[Recommendation, ...]:
-    return tuple(r for r in recommendations if now - r.time <= window)
 
 
 __all__ = [

@@ -87,7 +87,10 @@ async def test_update_sends_the_pods_env_merged_with_the_secret() -> None:
 
 
 async def test_dry_run_and_observe_never_call_runpod_or_write_slots() -> None:
-    for mode_spec in (spec(dryRun=True), spec(paused=True)):
+    for mode_spec, expected in (
+        (spec(dryRun=True), ["planned", "planned"]),
+        (spec(paused=True), []),
+    ):
         cloud, executor, pod_id, kube = await setup("rpp-inference-abc")
         effects = [
             TerminatePod(pod_id=pod_id, name="rpp-inference-abc", reason="drained"),
@@ -99,4 +102,4 @@ async def test_dry_run_and_observe_never_call_runpod_or_write_slots() -> None:
         assert cloud.write_calls == []
         assert cloud.calls == []
         assert kube.config_map("inference-nginx-slots") is None
-        assert all(o.result == "planned" for o in outcomes) or outcomes == []
+        assert [o.result for o in outcomes] == expected

@@ -21,30 +21,16 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rpp.clock import UTC
 from rpp.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
 from rpp.machines.member_step import MemberStep, drain, observe, replacement_wired
-from rpp.machines.signals import MemberSettings, MemberSignals
-from rpp.observations import PodStatus, ProbeResult, RunPodPod
+from rpp.machines.signals import MemberSignals
+from rpp.observations import ProbeResult
 from rpp.status_codec import stamp
 from rpp.status_members import PHASES, MemberRecord, UpdateProgress
+from tests.test_member_machine import POD, SETTINGS, T0
 
-T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
-SETTINGS = MemberSettings()
 RULES = ("Unreachable", "SlowScrape", "RelativeLatency", "ErrorRate", "HostNotice")
 LIVE = ("Warming", "Ready", "Flagged", "Draining", "Updating", "Terminating")
-POD = RunPodPod(
-    id="pod1",
-    name="rpp-pool-1",
-    status=PodStatus.RUNNING,
-    image="img:1",
-    gpu_type="RTX 4090",
-    gpu_count=1,
-    cloud="SECURE",
-    datacenter="EU-RO-1",
-    cost_per_hr=0.69,
-    created_at=T0,
-)
 ALLOWED: dict[tuple[str, str, str], set[type]] = {
     **{(phase, "Gone", "observe"): {Unwire, RecordEvent} for phase in LIVE},
     ("Warming", "Ready", "observe"): {Wire},

@@ -391,17 +391,6 @@ class TestHelpers:
         status = status.with_datacenter_replacement("EU-RO-1", at(day + 1))
         assert status.cooldown_datacenters(at(day + 2)) == frozenset()
 
-    def test_recommendations_older_than_the_window_are_dropped(self) -> None:
-        status = PoolStatus()
-        for seconds in (0, 60, 120, 180):
-            status = status.with_recommendation(at(seconds), 2, window_s=120, value=1.5)
-        assert status.autoscaling is not None
-        assert [r.time for r in status.autoscaling.recommendations] == [at(60), at(120), at(180)]
-        assert status.autoscaling.value == 1.5
-        pruned = status.pruned(at(300), recommendation_window_s=120)
-        assert pruned.autoscaling is not None
-        assert [r.time for r in pruned.autoscaling.recommendations] == [at(180)]
-
     def test_with_member_replaces_by_pod_id_or_appends_and_without_member_removes(self) -> None:
         a, b = full_member(0), full_member(1)
         status = PoolStatus().with_member(a).with_member(b)

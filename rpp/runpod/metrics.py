@@ -17,9 +17,10 @@ import weakref
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
+from rpp import metric_names
 from rpp.runpod.outcomes import Outcome
 
-METRIC_NAME = "runpod_pool_runpod_api_calls_total"
+METRIC_NAME = metric_names.RUNPOD_API_CALLS_TOTAL
 
 _lock = threading.Lock()
 _counters: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
