@@ -25,7 +25,7 @@ import time
 from multiprocessing.connection import Connection
 
 from rpp.clock import SystemClock
-from rpp.observe.prober import Prober, ProbeTarget, make_client
+from rpp.observe.prober import Prober, ProbeTarget, make_transport
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import ServerThread
 
@@ -45,9 +45,9 @@ def serve(pods: int, latency_s: float, conn: Connection) -> None:
 async def sweep(*, port: int, pods: int, concurrency: int, sweeps: int, latency_s: float) -> int:
     targets = [ProbeTarget(pod_id=f"pod{i:04d}") for i in range(pods)]
     floor = math.ceil(pods / concurrency) * latency_s
-    async with make_client(concurrency=concurrency) as client:
+    async with make_transport(concurrency=concurrency) as transport:
         prober = Prober(
-            client=client,
+            transport=transport,
             url_pattern=f"http://127.0.0.1:{port}",
             concurrency=concurrency,
             timeout_s=10.0,

@@ -148,7 +148,7 @@ async def test_healthz_turns_503_with_the_reason_when_the_loop_stalls() -> None:
     reconciler = PoolReconciler(
         kube=kube,
         executor=Executor(runpod=runpod, kube=kube),
-        prober=Prober(client=http),
+        prober=Prober(transport=httpx.AsyncHTTPTransport()),
         prometheus=PrometheusClient(base_url=None, client=http),
         clock=SystemClock(),
     )

@@ -45,7 +45,7 @@ from rpp.controller import ControllerLoop
 from rpp.http_api import HttpApi
 from rpp.kube.api import KubeApi, KubeSettings
 from rpp.leader import LeaderElector, LeaseTiming
-from rpp.observe.prober import Prober, make_client
+from rpp.observe.prober import Prober, make_transport
 from rpp.observe.prometheus import PrometheusClient
 from rpp.pool_metrics import PoolMetrics
 from rpp.reconcile import PoolReconciler
@@ -167,12 +167,12 @@ class ControllerProcess:
             transport=runpod_transport,
             registry=self.registry,
         )
-        self.probe_http = make_client()
+        self.probe_transport = make_transport()
         self.prom_http = httpx.AsyncClient()
         reconciler = PoolReconciler(
             kube=kube,
             executor=Executor(runpod=self.runpod, kube=kube),
-            prober=Prober(client=self.probe_http, url_pattern=config.proxy_pattern),
+            prober=Prober(transport=self.probe_transport, url_pattern=config.proxy_pattern),
             prometheus=PrometheusClient(base_url=config.prometheus_url, client=self.prom_http),
             clock=clock,
             metrics=self.metrics,
@@ -238,7 +238,7 @@ class ControllerProcess:
 
     async def close(self) -> None:
         await self.runpod.aclose()
-        await self.probe_http.aclose()
+        await self.probe_transport.aclose()
         await self.prom_http.aclose()
         await self.kube.close()
 

@@ -13,8 +13,9 @@ that shares the prober.
 
 Secrets: the metrics token travels in the URL, because that is how the pool's service
 takes it. It never leaves this module: error texts are built from status codes and
-exception types, then scrubbed of the token; and httpx's own request log line, which
-prints full URLs, has its query string removed by a filter installed at import.
+exception types, then scrubbed of the token. Probes go straight to the httpx transport
+(no client), so httpx's request log line, which prints full URLs, is never written for
+them; httpcore's debug lines name no URL.
 
 RunPod routes on the Host header (`{pod_id}-{port}.proxy.runpod.net`), so the prober
 always sends that Host, which lets `url_pattern` point every pod at one base URL (a
@@ -24,19 +25,20 @@ local proxy emulation in tests, RUNPOD_PROXY_URL in a deployment).
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import quote, quote_plus
 
 import httpx
 
-from rpp import spec
+from rpp import __version__, spec
 from rpp.observations import ProbeResult
 from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page
 from rpp.runpod.proxy import DEFAULT_URL_PATTERN, proxy_host
 
 DEFAULT_CONCURRENCY = 64
+USER_AGENT = f"runpod-pool-controller/{__version__} (prober)"
 REDACTED = "<redacted>"
 
 
@@ -81,7 +83,7 @@ class _Answer:
     ok: bool
     latency_s: float | None
     error: str | None = None
-    text: str = ""
+    body: bytes = b""
 
 
 class Prober:
@@ -90,7 +92,7 @@ class Prober:
     def __init__(
         self,
         *,
-        client: httpx.AsyncClient,
+        transport: httpx.AsyncBaseTransport,
         url_pattern: str = DEFAULT_URL_PATTERN,
         concurrency: int = DEFAULT_CONCURRENCY,
         timeout_s: float = 10.0,
@@ -100,7 +102,7 @@ class Prober:
         if timeout_s <= 0:
             raise ValueError(f"probe timeout must be above 0 seconds, got {timeout_s}")
         proxy_url(url_pattern, pod_id="x", port=80)  # a bad pattern fails here, not per pod
-        self._client = client
+        self._transport = transport
         self._url_pattern = url_pattern
         self._concurrency = concurrency
         self._timeout_s = timeout_s
@@ -141,20 +143,41 @@ class Prober:
     async def _get(self, target: ProbeTarget, path: str, *, with_token: bool) -> _Answer:
         settings = target.settings
         timeout_s = settings.timeout_s or self._timeout_s
-        url = proxy_url(self._url_pattern, pod_id=target.pod_id, port=settings.port) + path
-        params = {}
-        if with_token and target.metrics_token is not None:
-            params[settings.token_param] = target.metrics_token
-        headers = {"Host": proxy_host(target.pod_id, settings.port)}
+        token = target.metrics_token if with_token else None
+        try:
+            request = httpx.Request(
+                "GET",
+                _probe_url(
+                    self._url_pattern,
+                    pod_id=target.pod_id,
+                    port=settings.port,
+                    path=path,
+                    token_param=settings.token_param,
+                    token=token,
+                ),
+                headers={
+                    "Host": proxy_host(target.pod_id, settings.port),
+                    "User-Agent": USER_AGENT,
+                },
+            )
+        except (httpx.HTTPError, httpx.InvalidURL) as error:
+            return _Answer(False, None, f"request failed ({type(error).__name__})")
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
             async with asyncio.timeout(timeout_s):
-                response = await self._client.get(url, params=params, headers=headers)
+                # The transport, not a client: a probe needs no cookies (a pod's cookies
+                # must not travel to the next pod), redirects, auth or URL merging, and
+                # skipping them halves a probe's CPU on a sweep of many pods.
+                response = await self._transport.handle_async_request(request)
+                try:
+                    body = await response.aread()
+                finally:
+                    await response.aclose()
         except TimeoutError:
             return _Answer(False, None, f"timed out after {timeout_s:g}s")
         except httpx.TimeoutException:
-            return _Answer(False, None, "timed out (client timeout)")
+            return _Answer(False, None, "timed out (transport timeout)")
         except httpx.TransportError as error:
             reason = _redact(str(error), target.metrics_token) or "no detail"
             return _Answer(False, None, f"connection failed ({type(error).__name__}: {reason})")
@@ -163,7 +186,16 @@ class Prober:
         latency = loop.time() - started
         if response.status_code != 200:
             return _Answer(False, latency, f"HTTP {response.status_code}")
-        return _Answer(True, latency, text=response.text)
+        return _Answer(True, latency, body=body)
+
+
+@lru_cache(maxsize=8192)
+def _probe_url(
+    pattern: str, *, pod_id: str, port: int, path: str, token_param: str, token: str | None
+) -> httpx.URL:
+    """A probe's URL, parsed once per pod and path (parsing is a third of a probe's CPU)."""
+    url = httpx.URL(proxy_url(pattern, pod_id=pod_id, port=port) + path)
+    return url if token is None else url.copy_merge_params({token_param: token})
 
 
 def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> ProbeResult:
@@ -177,7 +209,8 @@ def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> ProbeRes
         pass  # a 200 is all this loop needs from the metrics page
     elif metrics.ok:
         try:
-            page = parse_metrics_page(metrics.text)
+            # Prometheus's text format is UTF-8 by definition, whatever the header says.
+            page = parse_metrics_page(metrics.body.decode("utf-8", "replace"))
         except MetricsTextError as error:
             # Only a pool that requires a metric needs the page to parse; for the others
             # an unparseable page merely means no restart detection.
@@ -229,20 +262,18 @@ def url_pattern_from(runpod_proxy_url: str | None) -> str:
     return runpod_proxy_url.rstrip("/")
 
 
-def make_client(
-    *, concurrency: int = DEFAULT_CONCURRENCY, transport: httpx.AsyncBaseTransport | None = None
-) -> httpx.AsyncClient:
-    """A client sized for the prober: two requests per pod in flight, no client timeout.
+def make_transport(*, concurrency: int = DEFAULT_CONCURRENCY) -> httpx.AsyncHTTPTransport:
+    """A connection pool sized for the prober: two requests per pod in flight.
 
-    Timeouts are the prober's (`asyncio.timeout`), so they hold on a virtual-time loop.
-    Keep-alive stays at httpx's default of 20 idle connections: each pod is its own
-    origin behind RunPod's proxy, so idle connections are rarely reused a loop later,
-    and httpcore 1.0's pool scans its idle connections quadratically (measured, 1,000
-    pods at concurrency 64: 6.2 s a sweep with 20 kept alive, 27 s with 64, 47 s with
-    128; benchmarks/bench_probe_sweep.py).
+    No transport timeouts: the prober's own (`asyncio.timeout`) hold on a virtual-time
+    loop too. Keep-alive stays at httpx's default of 20 idle connections: each pod is
+    its own origin behind RunPod's proxy, so idle connections are rarely reused a loop
+    later, and httpcore 1.0's pool scans its idle connections quadratically (measured,
+    1,000 pods at concurrency 64: 6.2 s a sweep with 20 kept alive, 27 s with 64, 47 s
+    with 128; benchmarks/bench_probe_sweep.py).
     """
     limits = httpx.Limits(max_connections=2 * concurrency, max_keepalive_connections=20)
-    return httpx.AsyncClient(transport=transport, limits=limits, timeout=None)
+    return httpx.AsyncHTTPTransport(limits=limits)
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -251,27 +282,3 @@ def _redact(text: str, secret: str | None) -> str:
     for form in {secret, quote(secret, safe=""), quote_plus(secret)}:
         text = text.replace(form, REDACTED)
     return text
-
-
-class _QueryRedactingFilter(logging.Filter):
-    """httpx logs every request's full URL at INFO; drop the query, where tokens travel."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(
-                _without_query(a) if isinstance(a, httpx.URL) else a for a in record.args
-            )
-        return True
-
-
-def _without_query(url: httpx.URL) -> str:
-    return str(url.copy_with(query=None)) + ("?" + REDACTED if url.query else "")
-
-
-def _install_log_filter() -> None:
-    httpx_logger = logging.getLogger("httpx")
-    if not any(isinstance(f, _QueryRedactingFilter) for f in httpx_logger.filters):
-        httpx_logger.addFilter(_QueryRedactingFilter())
-
-
-_install_log_filter()
