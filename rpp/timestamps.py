@@ -13,7 +13,9 @@ UTC = dt.UTC
 
 def to_rfc3339(when: dt.datetime) -> str:
     """How every timestamp is written to status: UTC, second precision, `Z` suffix."""
-    return when.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # isoformat of a UTC time ends in +00:00; it is twice as fast as strftime, and
+    # every member's timestamps are written on every loop.
+    return when.astimezone(UTC).replace(microsecond=0).isoformat()[:-6] + "Z"
 
 
 def from_rfc3339(text: str) -> dt.datetime:

@@ -83,6 +83,9 @@ class MemoryKubeApi:
         self._failures: defaultdict[tuple[str, str], deque[Exception]] = defaultdict(deque)
         self._revision = 0
         self._pools: dict[str, dict[str, Any]] = {}
+        # Each pool's JSON text at its resourceVersion: a loop reads, writes, returns and
+        # notifies the same version, and one encoding serves every copy of it.
+        self._pool_text: dict[str, tuple[str, str]] = {}
         self._config_maps: dict[str, dict[str, Any]] = {}
         self._secrets: dict[str, dict[str, str]] = {}
         self._events: dict[str, dict[str, Any]] = {}
@@ -117,7 +120,7 @@ class MemoryKubeApi:
             }
             self._pools[name] = pool
             self._notify("ADDED", pool)
-            return _clone(pool)
+            return self._copy(pool)
         pool = self._pools[name]
         changed_meta = {
             key: _clone(dict(meta[key]))
@@ -136,6 +139,7 @@ class MemoryKubeApi:
     def delete_pool(self, name: str) -> None:
         pool = self._pools.pop(name)
         self._notify("DELETED", pool)
+        self._pool_text.pop(name, None)
 
     def put_config_map(
         self, name: str, data: Mapping[str, str], *, labels: Mapping[str, str] | None = None
@@ -163,7 +167,7 @@ class MemoryKubeApi:
 
     def pool(self, name: str) -> dict[str, Any]:
         """The pool as stored, for assertions."""
-        return _clone(self._pools[name])
+        return self._copy(self._pools[name])
 
     def config_map(self, name: str) -> StoredConfigMap | None:
         """The ConfigMap as stored, for assertions."""
@@ -179,11 +183,11 @@ class MemoryKubeApi:
 
     async def list_pools(self) -> list[dict[str, Any]]:
         self._call("list", self._settings.plural, None)
-        return [_clone(pool) for pool in self._pools.values()]
+        return [self._copy(pool) for pool in self._pools.values()]
 
     async def get_pool(self, name: str) -> dict[str, Any]:
         self._call("get", self._settings.plural, name)
-        return _clone(self._existing(self._pools, "get", self._settings.plural, name))
+        return self._copy(self._existing(self._pools, "get", self._settings.plural, name))
 
     async def replace_pool_status(
         self, name: str, *, status: Mapping[str, Any], resource_version: str
@@ -195,7 +199,7 @@ class MemoryKubeApi:
         pool["status"] = _clone(dict(status))
         self._bump(pool)
         self._notify("MODIFIED", pool)
-        return _clone(pool)
+        return self._copy(pool)
 
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
         self._call("get", "configmaps", name)
@@ -253,7 +257,7 @@ class MemoryKubeApi:
         self._watchers.append(queue)
         try:
             for pool in list(self._pools.values()):
-                yield PoolEvent("ADDED", _clone(pool))
+                yield PoolEvent("ADDED", self._copy(pool))
             while True:
                 yield await queue.get()
         finally:
@@ -347,18 +351,29 @@ class MemoryKubeApi:
     ) -> dict[str, Any]:
         spec_changed = spec != pool.get("spec")
         if not spec_changed and not meta:
-            return _clone(pool)  # a no-op apply changes nothing, as on a real server
+            return self._copy(pool)  # a no-op apply changes nothing, as on a real server
         if spec_changed:
             pool["spec"] = _clone(spec)
             pool["metadata"]["generation"] += 1
         pool["metadata"].update(meta)
         self._bump(pool)
         self._notify("MODIFIED", pool)
-        return _clone(pool)
+        return self._copy(pool)
+
+    def _copy(self, pool: dict[str, Any]) -> dict[str, Any]:
+        """A caller's own copy of a stored pool (every change bumps its resourceVersion)."""
+        meta = pool["metadata"]
+        version = str(meta["resourceVersion"])
+        cached = self._pool_text.get(meta["name"])
+        if cached is None or cached[0] != version:
+            cached = (version, json.dumps(pool))
+            self._pool_text[meta["name"]] = cached
+        copied: dict[str, Any] = json.loads(cached[1])
+        return copied
 
     def _notify(self, type_: str, pool: dict[str, Any]) -> None:
         for queue in self._watchers:
-            queue.put_nowait(PoolEvent(type_, _clone(pool)))
+            queue.put_nowait(PoolEvent(type_, self._copy(pool)))
 
 
 def _stored(config_map: Mapping[str, Any]) -> StoredConfigMap:

@@ -66,7 +66,10 @@ class MemberView:
 
     @phase.setter
     def phase(self, value: str) -> None:
-        self._record = self._record.replace(phase=str(value))
+        # The library writes the phase on every transition, internal ones included; a
+        # record rebuilt for the same phase is wasted work on every quiet loop.
+        if value != self._record.phase:
+            self._record = self._record.replace(phase=str(value))
 
     @property
     def current(self) -> MemberRecord:

@@ -40,6 +40,15 @@ class Request:
         return (self.header("host") or "").rsplit(":", 1)[0].lower()
 
 
+def host_of(scope: Scope) -> str:
+    """The Host header without port, lowercase: what the proxy routes every request on."""
+    for key, value in scope.get("headers", ()):
+        if key.lower() == b"host":
+            host: str = value.decode("latin-1")
+            return host.rsplit(":", 1)[0].lower()
+    return ""
+
+
 def headers_of(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 

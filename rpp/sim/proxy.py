@@ -45,7 +45,7 @@ class ProxyApp:
     async def __call__(self, scope: io.Scope, receive: io.Receive, send: io.Send) -> None:
         if await io.reject_non_http(scope, receive, send):
             return
-        host = io.headers_of(scope).get("host", "").rsplit(":", 1)[0].lower()
+        host = io.host_of(scope)
         match = _HOST.match(host)
         if match is None:
             await _send_text(send, 404, f"{host or 'no host'} is not a RunPod proxy host\n")
@@ -88,11 +88,9 @@ def route_by_host(api: io.ASGIApp, proxy: io.ASGIApp) -> io.ASGIApp:
     """One server for both: proxy hosts go to the proxy, everything else to the API."""
 
     async def app(scope: io.Scope, receive: io.Receive, send: io.Send) -> None:
-        if scope["type"] == "http":
-            host = io.headers_of(scope).get("host", "").rsplit(":", 1)[0].lower()
-            if host.endswith(PROXY_SUFFIX):
-                await proxy(scope, receive, send)
-                return
+        if scope["type"] == "http" and io.host_of(scope).endswith(PROXY_SUFFIX):
+            await proxy(scope, receive, send)
+            return
         await api(scope, receive, send)
 
     return app

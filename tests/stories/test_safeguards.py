@@ -210,3 +210,31 @@ def test_lost_status_is_rebuilt_from_runpod_and_the_slots_configmap() -> None:
         assert ready_pods(before) == ready_pods(after.status)
 
     story(body)
+
+
+def test_a_controller_restarted_before_every_loop_decides_exactly_as_one_that_runs_on() -> None:
+    """Status is the only memory: what a process remembers (the status and spec it last
+    wrote and loaded) may save work but never change a decision."""
+
+    async def body(s: Story, *, restart: bool) -> list[dict[str, object]]:
+        statuses = []
+        for loop in range(40):
+            if restart:
+                await s.world.restart_controller()
+            if loop == 12:
+                victim = sorted(ready_pods(s.status()))[0]
+                s.world.pods[victim].die()
+            if loop == 22:
+                s.apply(image="ghcr.io/example/inference:1.5.0")
+            result = await s.loops(1)
+            assert result.status is not None
+            statuses.append(result.status.for_storage())
+        return statuses
+
+    continuous = story(lambda s: body(s, restart=False))
+    restarted = story(lambda s: body(s, restart=True))
+    assert len(continuous) == len(restarted) == 40
+    for loop, (kept, fresh) in enumerate(zip(continuous, restarted, strict=True)):
+        assert kept == fresh, f"loop {loop} decided differently after a restart"
+    phases = {m["phase"] for st in continuous for m in st["members"]}  # type: ignore[attr-defined]
+    assert {"Warming", "Ready", "Flagged", "Draining", "Updating"} <= phases
