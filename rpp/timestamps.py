@@ -7,14 +7,16 @@ rpp/clock.py's job, and only adapters and the loop do that.
 from __future__ import annotations
 
 import datetime as dt
+from functools import lru_cache
 
 UTC = dt.UTC
 
 
+@lru_cache(maxsize=4096)
 def to_rfc3339(when: dt.datetime) -> str:
     """How every timestamp is written to status: UTC, second precision, `Z` suffix."""
-    # isoformat of a UTC time ends in +00:00; it is twice as fast as strftime, and
-    # every member's timestamps are written on every loop.
+    # Cached: a status is written every loop, and most of its timestamps (history,
+    # member since, create log) are the ones the last loop wrote.
     return when.astimezone(UTC).replace(microsecond=0).isoformat()[:-6] + "Z"
 
 

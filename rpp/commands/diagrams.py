@@ -56,13 +56,11 @@ def _first_line(obj: Any) -> str:
 
 
 def edges(machine: type[MemberMachine] = MemberMachine) -> list[Edge]:
-    """Every transition except the silent internal fallbacks, in definition order."""
+    """Every transition, in definition order."""
     result = []
     for state in machine.states:
         for transition in state.transitions:
             actions = tuple(str(c.func) for c in transition.on if not c.is_convention)
-            if transition.internal and not actions:
-                continue  # "nothing applies this loop": not worth an arrow
             guards = tuple(
                 str(c.func) if c.expected_value else f"not {c.func}" for c in transition.cond
             )

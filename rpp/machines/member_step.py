@@ -14,8 +14,6 @@ import datetime as dt
 import threading
 from dataclasses import dataclass
 
-from statemachine.exceptions import TransitionNotAllowed
-
 from rpp.effects import Effect
 from rpp.machines.member import MemberMachine
 from rpp.machines.member_view import MemberView, Move
@@ -65,15 +63,16 @@ def _run(
     try:
         # Every event gets the same kwargs, so no callback ever misses one it names.
         machine.send(event, signals=signals, now=now, reason=reason, image=image)
-    except TransitionNotAllowed:
-        _machines.machine = None  # never reuse an engine that raised mid-event
-        raise ValueError(
-            f"member {record.pod_id} is {record.phase}; {event} does not apply to that phase"
-        ) from None
     except BaseException:
-        _machines.machine = None
+        _machines.machine = None  # never reuse an engine that raised mid-event
         raise
     view = machine.view
+    if event != "observe" and not view.moves:
+        # The pool's orders have no guards: one that moved nothing was sent to a member
+        # in a phase it does not leave from, which is a bug in the pool.
+        raise ValueError(
+            f"member {record.pod_id} is {record.phase}; {event} does not apply to that phase"
+        )
     if view.current.phase == Phase.GONE:
         _machines.machine = None  # the engine stops for good once it enters a final state
     return MemberStep(record=view.record(), effects=tuple(view.effects), moves=tuple(view.moves))

@@ -66,8 +66,8 @@ class MemberView:
 
     @phase.setter
     def phase(self, value: str) -> None:
-        # The library writes the phase on every transition, internal ones included; a
-        # record rebuilt for the same phase is wasted work on every quiet loop.
+        # The library writes the phase on every transition, self-transitions included;
+        # rebuilding the record for the same phase would be wasted work.
         if value != self._record.phase:
             self._record = self._record.replace(phase=str(value))
 
