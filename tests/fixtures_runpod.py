@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 
 from rpp.clock import ManualClock
 from rpp.runpod.client import RunPodClient
-from rpp.sim.asgi_io import Receive, Scope, Send, read_request, send_bytes
+from rpp.sim.asgi_io import Reply, Request
 from rpp.sim.cloud import FakeCloud, FakePodInfo
 from rpp.sim.cloud_api import CloudApi
 
@@ -81,16 +81,15 @@ class TinyPodServer:
     def stop(self) -> None:
         self.stopped = True
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def respond(self, request: Request) -> Reply:
         import asyncio
 
-        request = await read_request(scope, receive)
         if self.refuse:
             raise ConnectionRefusedError("nothing listens on the port")
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         body = f"ok {self.info.pod_id} {request.path} image={self.info.image}".encode()
-        await send_bytes(send, 200, body, content_type="text/plain")
+        return Reply(200, body, content_type="text/plain")
 
 
 class ServerFarm:

@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from rpp.clock import SystemClock
 from rpp.leader import LEASE_NAME
-from rpp.sim.asgi_io import Receive, Scope, Send
+from rpp.sim.asgi_io import Reply, Request
 from rpp.sim.cloud import FakeCloud, FakePodInfo
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.inference import FakeInferencePod
@@ -59,9 +59,9 @@ class CountingPod:
     def stop(self) -> None:
         self.pod.stop()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def respond(self, request: Request) -> Reply:
         self.arrived.set()
-        await self.pod(scope, receive, send)
+        return await self.pod.respond(request)
 
 
 class Rehearsal:

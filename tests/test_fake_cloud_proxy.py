@@ -9,32 +9,44 @@ serving both the API and the proxy, routed on the Host header.
 from __future__ import annotations
 
 import httpx
+import pytest
 from fixtures_runpod import RTX4090, ServerFarm, stocked_cloud
 
 from rpp.clock import ManualClock
 from rpp.runpod.proxy import proxy_host
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
+from rpp.sim.in_process import InProcessTransport
 from rpp.sim.proxy import ProxyApp, route_by_host
+
+# Every test runs over both ways the proxy is served: ASGI (what `rpp fake-runpod`
+# serves over HTTP) and the simulator's in-process transport, which calls `respond`.
+KINDS = pytest.mark.parametrize("kind", ["asgi", "in-process"])
 
 
 def world(
-    *, delay_s: float = 0.0, limit_s: float = 100.0
+    kind: str, *, delay_s: float = 0.0, limit_s: float = 100.0
 ) -> tuple[ManualClock, FakeCloud, ServerFarm, httpx.AsyncClient]:
     clock = ManualClock()
     farm = ServerFarm(delay_s=delay_s)
     cloud = stocked_cloud(clock, pod_server_factory=farm, boot_time=60)
-    app = route_by_host(CloudApi(cloud), ProxyApp(cloud, limit_s=limit_s))
-    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
-    return clock, cloud, farm, http
+    proxy = ProxyApp(cloud, limit_s=limit_s)
+    transport: httpx.AsyncBaseTransport
+    if kind == "asgi":
+        transport = httpx.ASGITransport(app=route_by_host(CloudApi(cloud), proxy))
+    else:
+        api = httpx.ASGITransport(app=CloudApi(cloud))
+        transport = InProcessTransport(proxy=proxy.respond, fallback=api)
+    return clock, cloud, farm, httpx.AsyncClient(transport=transport)
 
 
 def url(pod_id: str, port: int = 80, path: str = "/health") -> str:
     return f"https://{proxy_host(pod_id, port)}{path}"
 
 
-async def test_running_pods_service_answers_through_its_proxy_host() -> None:
-    _, cloud, _, http = world()
+@KINDS
+async def test_running_pods_service_answers_through_its_proxy_host(kind: str) -> None:
+    _, cloud, _, http = world(kind)
     one = cloud.add_pod(name="a", image="img:1", gpu_type=RTX4090, datacenter="EU-RO-1")
     two = cloud.add_pod(name="b", image="img:2", gpu_type=RTX4090, datacenter="EU-RO-1")
     async with http:
@@ -45,8 +57,9 @@ async def test_running_pods_service_answers_through_its_proxy_host() -> None:
     assert second.text == f"ok {two.info.pod_id} /metrics image=img:2"
 
 
-async def test_booting_pod_is_502_until_running() -> None:
-    clock, cloud, _, http = world()
+@KINDS
+async def test_booting_pod_is_502_until_running(kind: str) -> None:
+    clock, cloud, _, http = world(kind)
     pod = cloud.add_pod(name="a", image="i", gpu_type=RTX4090, datacenter="EU-RO-1", booted=False)
     async with http:
         booting = await http.get(url(pod.info.pod_id))
@@ -56,8 +69,9 @@ async def test_booting_pod_is_502_until_running() -> None:
     assert running.status_code == 200
 
 
-async def test_dead_or_refusing_service_and_undeclared_port_are_502() -> None:
-    _, cloud, farm, http = world()
+@KINDS
+async def test_dead_or_refusing_service_and_undeclared_port_are_502(kind: str) -> None:
+    _, cloud, farm, http = world(kind)
     pod = cloud.add_pod(name="a", image="i", gpu_type=RTX4090, datacenter="EU-RO-1")
     server = farm.servers[pod.info.pod_id]
     async with http:
@@ -69,8 +83,9 @@ async def test_dead_or_refusing_service_and_undeclared_port_are_502() -> None:
     assert [wrong_port.status_code, refused.status_code, dead.status_code] == [502, 502, 502]
 
 
-async def test_stopped_pod_is_502_and_unknown_pod_is_404() -> None:
-    _, cloud, _, http = world()
+@KINDS
+async def test_stopped_pod_is_502_and_unknown_pod_is_404(kind: str) -> None:
+    _, cloud, _, http = world(kind)
     pod = cloud.add_pod(name="a", image="i", gpu_type=RTX4090, datacenter="EU-RO-1")
     cloud.pod_action(pod.info.pod_id, "stop")
     async with http:
@@ -80,16 +95,18 @@ async def test_stopped_pod_is_502_and_unknown_pod_is_404() -> None:
     assert unknown.status_code == 404
 
 
-async def test_answer_slower_than_the_cdn_limit_is_524() -> None:
-    _, cloud, _, http = world(delay_s=0.5, limit_s=0.1)
+@KINDS
+async def test_answer_slower_than_the_cdn_limit_is_524(kind: str) -> None:
+    _, cloud, _, http = world(kind, delay_s=0.5, limit_s=0.1)
     pod = cloud.add_pod(name="a", image="i", gpu_type=RTX4090, datacenter="EU-RO-1")
     async with http:
         response = await http.get(url(pod.info.pod_id))
     assert response.status_code == 524
 
 
-async def test_one_server_routes_api_and_proxy_on_the_host_header() -> None:
-    _, cloud, _, http = world()
+@KINDS
+async def test_one_server_routes_api_and_proxy_on_the_host_header(kind: str) -> None:
+    _, cloud, _, http = world(kind)
     pod = cloud.add_pod(name="a", image="i", gpu_type=RTX4090, datacenter="EU-RO-1")
     async with http:
         api = await http.get(

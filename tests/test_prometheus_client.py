@@ -100,6 +100,18 @@ def scraped_pool(
                     return len(answer["data"]["result"]) == 3
 
                 wait_for(three_pods_with_rates, timeout_s=20, what="rates for 3 pods")
+                counted = f'increase(app_requests_total{{job="{JOB}"}}[5m])'
+
+                def enough_requests_counted() -> bool:
+                    # A ratio over n requests is off by up to 1/n (7 requests read 1/7,
+                    # not 0.25): wait for 40 each, so the bounds below hold.
+                    answer = httpx.get(
+                        f"{prometheus.url}/api/v1/query", params={"query": counted}
+                    ).json()
+                    counts = [float(r["value"][1]) for r in answer["data"]["result"]]
+                    return len(counts) == 3 and min(counts) >= 40
+
+                wait_for(enough_requests_counted, timeout_s=30, what="40 requests per pod")
                 yield ScrapedPool(url=prometheus.url, pods=pods)
         finally:
             stop.set()

@@ -4,6 +4,12 @@ The fakes are bare ASGI callables, served in-process through `httpx.ASGITranspor
 and over real HTTP by uvicorn: one app, two transports. No web framework is needed
 for a handful of routes, so this module holds the few helpers they share: the scope
 types, reading a request, and sending a JSON, problem+json or empty answer.
+
+The proxy and the pods behind it answer most of the simulator's requests (every
+probe, all app traffic), so they are written as responders instead: a `Request` in,
+a whole `Reply` out. `asgi_app` serves a responder over ASGI (uvicorn, tests), and
+rpp/sim/in_process.py calls it straight from an httpx transport, which skips the
+ASGI messages for the requests that are most of a simulated loop.
 """
 
 from __future__ import annotations
@@ -38,6 +44,40 @@ class Request:
     def host(self) -> str:
         """The host name without port, lowercase (what RunPod's proxy routes on)."""
         return (self.header("host") or "").rsplit(":", 1)[0].lower()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One whole HTTP answer (the fakes' answers are small)."""
+
+    status: int
+    body: bytes = b""
+    content_type: str | None = "text/plain; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def text(cls, status: int, text: str) -> Reply:
+        return cls(status, text.encode())
+
+
+Responder = Callable[[Request], Awaitable[Reply]]
+
+
+async def send_reply(send: Send, reply: Reply) -> None:
+    await send_bytes(
+        send, reply.status, reply.body, content_type=reply.content_type, headers=reply.headers
+    )
+
+
+def asgi_app(respond: Responder) -> ASGIApp:
+    """Serve a responder as an ASGI app (uvicorn, httpx.ASGITransport)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if await reject_non_http(scope, receive, send):
+            return
+        await send_reply(send, await respond(await read_request(scope, receive)))
+
+    return app
 
 
 def host_of(scope: Scope) -> str:

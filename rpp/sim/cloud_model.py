@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from rpp.observations import PodStatus
-from rpp.sim.asgi_io import Receive, Scope, Send
+from rpp.sim.asgi_io import Reply, Request
 
 
 class CloudError(Exception):
@@ -58,13 +58,13 @@ class FakePodInfo:
 
 
 class PodServer(Protocol):
-    """The fake service in a pod (rpp.sim.inference.FakeInferencePod), an ASGI app.
+    """The fake service in a pod (rpp.sim.inference.FakeInferencePod): a responder.
 
-    The proxy answers 502 while `is_serving` is False (the service died), or when the
-    app raises (e.g. ConnectionRefusedError) before starting a response.
+    The proxy answers 502 while `is_serving` is False (the service died), or when
+    `respond` raises (e.g. ConnectionRefusedError: nothing listens).
     """
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+    async def respond(self, request: Request) -> Reply: ...
 
     @property
     def is_serving(self) -> bool:

@@ -1,9 +1,10 @@
 """Fake inference pods: the service a pool runs, with knobs for the ways it fails.
 
 This sits outside observe -> decide -> act: it is what the controller observes. The
-simulator and the fake RunPod cloud run it in-process (through `httpx.ASGITransport`),
-the tests and the benchmark run it over real HTTP (uvicorn on 127.0.0.1). Either way the
-prober and Prometheus see the same thing a real pod shows them:
+simulator and the fake RunPod cloud call it in-process (`respond`, through the proxy
+in rpp/sim/proxy.py); the tests and the benchmark serve it over real HTTP (uvicorn on
+127.0.0.1, its ASGI side). Either way the prober and Prometheus see the same thing a
+real pod shows them:
 
 - the health path answers 200;
 - the metrics path answers Prometheus text from the pod's own prometheus_client
@@ -37,15 +38,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from rpp.clock import Clock
-from rpp.sim.asgi_io import (
-    Receive,
-    Request,
-    Scope,
-    Send,
-    read_request,
-    reject_non_http,
-    send_bytes,
-)
+from rpp.sim.asgi_io import Receive, Reply, Request, Scope, Send, asgi_app
 
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text format
 APP_PATHS = frozenset({"/", "/generate"})
@@ -91,7 +84,7 @@ class _StartStampedCollector(Collector):
 
 
 class FakeInferencePod:
-    """One pod's HTTP service as an ASGI app, with failure knobs."""
+    """One pod's HTTP service (a responder, and an ASGI app), with failure knobs."""
 
     def __init__(
         self,
@@ -119,6 +112,7 @@ class FakeInferencePod:
         self._page: bytes | None = None
         self._exposed = CollectorRegistry()
         self._exposed.register(_StartStampedCollector(self))
+        self._asgi = asgi_app(self.respond)
         self._dead = False
         self._hanging = False
         self._slow_s = 0.0
@@ -199,43 +193,40 @@ class FakeInferencePod:
         return self._page
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if await reject_non_http(scope, receive, send):
-            return
-        request = await read_request(scope, receive)
+        """The pod's service over ASGI (uvicorn in tests and benchmarks)."""
+        await self._asgi(scope, receive, send)
+
+    async def respond(self, request: Request) -> Reply:
+        """One request to the pod's service (what the proxy forwards)."""
         if not self.is_serving:
-            await _text(send, 502, b"service is not running\n")
-            return
+            return _NOT_RUNNING
         if self._hanging:
             waiter = asyncio.get_running_loop().create_future()
             self._hung.add(waiter)
             await waiter  # until recover(), restart(), die() or the client gives up
             if not self.is_serving:
-                await _text(send, 502, b"service is not running\n")
-                return
+                return _NOT_RUNNING
         if self._slow_s:
             await asyncio.sleep(self._slow_s)
         path = request.path
         if path == self.health_path:
-            await _text(send, 200, b"ok\n")
-        elif path == self.metrics_path:
-            await self._serve_metrics(request, send)
-        elif path in APP_PATHS:
-            await self._serve_request(send)
-        else:
-            await _text(send, 404, b"not found\n")
+            return _OK
+        if path == self.metrics_path:
+            return self._serve_metrics(request)
+        if path in APP_PATHS:
+            return await self._serve_request()
+        return Reply(404, b"not found\n", content_type="text/plain")
 
-    async def _serve_metrics(self, request: Request, send: Send) -> None:
+    def _serve_metrics(self, request: Request) -> Reply:
         if self._token is not None:
             given = request.query.get(self.token_param, [])
             if not given:
-                await _text(send, 401, b"metrics token required\n")
-                return
+                return Reply(401, b"metrics token required\n", content_type="text/plain")
             if not hmac.compare_digest(given[0].encode(), self._token.encode()):
-                await _text(send, 403, b"metrics token rejected\n")
-                return
-        await send_bytes(send, 200, self.metrics_text(), content_type=METRICS_TYPE)
+                return Reply(403, b"metrics token rejected\n", content_type="text/plain")
+        return Reply(200, self.metrics_text(), content_type=METRICS_TYPE)
 
-    async def _serve_request(self, send: Send) -> None:
+    async def _serve_request(self) -> Reply:
         metrics = self._metrics
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -255,9 +246,8 @@ class FakeInferencePod:
         metrics.duration.observe(loop.time() - started)
         if failed:
             metrics.errors.inc()
-            await _text(send, 500, b"inference failed\n")
-        else:
-            await send_bytes(send, 200, b'{"output": "ok"}\n', content_type="application/json")
+            return Reply(500, b"inference failed\n", content_type="text/plain")
+        return Reply(200, b'{"output": "ok"}\n', content_type="application/json")
 
 
 class HostRouter:
@@ -270,18 +260,18 @@ class HostRouter:
     def __init__(self, pods: MutableMapping[str, FakeInferencePod], *, port: int = 80) -> None:
         self.pods = pods
         self.port = port
+        self._asgi = asgi_app(self.respond)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if await reject_non_http(scope, receive, send):
-            return
-        host = dict(scope.get("headers", [])).get(b"host", b"").decode("latin-1")
-        pod = self.pods.get(pod_id_from_host(host, port=self.port) or "")
+        await self._asgi(scope, receive, send)
+
+    async def respond(self, request: Request) -> Reply:
+        pod = self.pods.get(pod_id_from_host(request.host, port=self.port) or "")
         if pod is None:
-            await _text(send, 404, b"no such pod\n")
-        elif not pod.is_serving:
-            await _text(send, 502, b"service is not running\n")
-        else:
-            await pod(scope, receive, send)
+            return Reply(404, b"no such pod\n", content_type="text/plain")
+        if not pod.is_serving:
+            return _NOT_RUNNING
+        return await pod.respond(request)
 
 
 def pod_id_from_host(host: str, *, port: int) -> str | None:
@@ -293,8 +283,8 @@ def pod_id_from_host(host: str, *, port: int) -> str | None:
     return name[: -len(suffix)]
 
 
-async def _text(send: Send, status: int, body: bytes) -> None:
-    await send_bytes(send, status, body, content_type="text/plain")
+_OK = Reply(200, b"ok\n", content_type="text/plain")
+_NOT_RUNNING = Reply(502, b"service is not running\n", content_type="text/plain")
 
 
 def _finish(waiter: asyncio.Future[None]) -> None:

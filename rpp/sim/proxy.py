@@ -13,8 +13,9 @@ what they would see on RunPod:
   on the event loop's clock, so the simulator's virtual time drives it too;
 - no such pod: 404.
 
-The service's answer is buffered whole before it is forwarded, so a 524 never
-follows a half-sent answer; inference answers are small enough for that.
+The service answers whole (`respond` returns one `Reply`), so a 524 never follows a
+half-sent answer; inference answers are small enough for that. The simulator's
+transport (rpp/sim/in_process.py) calls `respond` directly; over HTTP it is ASGI.
 """
 
 from __future__ import annotations
@@ -31,57 +32,37 @@ CDN_LIMIT_S = 100.0
 _HOST = re.compile(r"^(?P<pod>[a-z0-9]+)-(?P<port>\d+)\.proxy\.runpod\.net$")
 
 
-async def _send_text(send: io.Send, status: int, text: str) -> None:
-    await io.send_bytes(send, status, text.encode(), content_type="text/plain; charset=utf-8")
-
-
 class ProxyApp:
-    """ASGI app: the RunPod proxy in front of every fake pod's server."""
+    """The RunPod proxy in front of every fake pod's server: a responder, and ASGI."""
 
     def __init__(self, cloud: FakeCloud, *, limit_s: float = CDN_LIMIT_S) -> None:
         self.cloud = cloud
         self.limit_s = limit_s
+        self._asgi = io.asgi_app(self.respond)
 
     async def __call__(self, scope: io.Scope, receive: io.Receive, send: io.Send) -> None:
-        if await io.reject_non_http(scope, receive, send):
-            return
-        host = io.host_of(scope)
+        await self._asgi(scope, receive, send)
+
+    async def respond(self, request: io.Request) -> io.Reply:
+        host = request.host
         match = _HOST.match(host)
         if match is None:
-            await _send_text(send, 404, f"{host or 'no host'} is not a RunPod proxy host\n")
-            return
+            return io.Reply.text(404, f"{host or 'no host'} is not a RunPod proxy host\n")
         pod = self.cloud.pods.get(match["pod"])
         if pod is None:
-            await _send_text(send, 404, f"pod {match['pod']} not found\n")
-            return
+            return io.Reply.text(404, f"pod {match['pod']} not found\n")
         port = int(match["port"])
         running = self.cloud.status(pod) is PodStatus.RUNNING
         server = pod.server
         if not running or port not in pod.info.http_ports or not (server and server.is_serving):
-            await _send_text(send, 502, "502 Bad Gateway: the pod's service is not running\n")
-            return
-        messages: list[io.Message] = []
-
-        async def buffer(message: io.Message) -> None:
-            messages.append(message)
-
+            return io.Reply.text(502, "502 Bad Gateway: the pod's service is not running\n")
         try:
             async with asyncio.timeout(self.limit_s):
-                await server(scope, receive, buffer)
+                return await server.respond(request)
         except TimeoutError:
-            await _send_text(send, 524, "524: the origin did not answer in time\n")
-            return
+            return io.Reply.text(524, "524: the origin did not answer in time\n")
         except Exception:  # a service that crashed or is not listening: the CDN sees 502
-            if not any(m["type"] == "http.response.start" for m in messages):
-                await _send_text(send, 502, "502 Bad Gateway: the pod's service is down\n")
-                return
-        if not any(m["type"] == "http.response.start" for m in messages):
-            await _send_text(send, 502, "502 Bad Gateway: the pod's service gave no answer\n")
-            return
-        for message in messages:
-            await send(message)
-        if messages[-1]["type"] != "http.response.body" or messages[-1].get("more_body"):
-            await send({"type": "http.response.body", "body": b""})  # close a cut-off answer
+            return io.Reply.text(502, "502 Bad Gateway: the pod's service is down\n")
 
 
 def route_by_host(api: io.ASGIApp, proxy: io.ASGIApp) -> io.ASGIApp:

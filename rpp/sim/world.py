@@ -3,10 +3,11 @@
 Where it sits: under `rpp simulate` and the story tests. Only transports are swapped:
 the real controller loop (rpp/controller.py), RunPod client, prober, Prometheus client,
 reconciler, decide, machines and executor run against the fake RunPod cloud (REST v2 +
-GraphQL + the proxy, one ASGI app reached through httpx's in-process transport), fake
-inference pods behind that proxy, the in-memory Kubernetes API and, when asked for, a
-fake Prometheus (rpp/sim/fake_prometheus.py). Time is whatever clock it is given; on a
-`VirtualTimeLoop` with a `VirtualClock`, hours pass in seconds.
+GraphQL + the proxy, reached through an in-process httpx transport,
+rpp/sim/in_process.py), fake inference pods behind that proxy, the in-memory Kubernetes
+API and, when asked for, a fake Prometheus (rpp/sim/fake_prometheus.py). Time is
+whatever clock it is given; on a `VirtualTimeLoop` with a `VirtualClock`, a simulated
+day takes about half a minute.
 
 The world also plays the parts around the controller: it sends app traffic to every
 wired pod through the proxy, as nginx would (`send_traffic`), which is what the fake
@@ -46,8 +47,9 @@ from rpp.sim.cloud_api import CloudApi
 from rpp.sim.cloud_model import FakePod, FakePodInfo
 from rpp.sim.cloud_scenario import CloudScenario
 from rpp.sim.fake_prometheus import FakePrometheus
+from rpp.sim.in_process import InProcessTransport
 from rpp.sim.inference import FakeInferencePod
-from rpp.sim.proxy import ProxyApp, route_by_host
+from rpp.sim.proxy import ProxyApp
 from rpp.spec import RunPodPoolSpec
 from rpp.spec_load import load_pool
 
@@ -215,8 +217,10 @@ class World:
         self._on_cloud = on_cloud
         if cloud is not None:
             self._build_cloud(cloud)
-        self.app = route_by_host(CloudApi(self.cloud), ProxyApp(self.cloud))
-        self.transport = httpx.ASGITransport(app=self.app)
+        self.transport = InProcessTransport(
+            proxy=ProxyApp(self.cloud).respond,
+            fallback=httpx.ASGITransport(app=CloudApi(self.cloud)),
+        )
         self.kube = MemoryKubeApi(KubeSettings(namespace=namespace), clock=clock)
         self.prometheus: FakePrometheus | None = None
         if fake_prometheus:
