@@ -1,5 +1,8 @@
 """How long `rpp simulate` takes for 24 hours of a 10-pod pool (issue 7: "seconds").
 
+Measured 2026-11-29 on 2 cores: about 31 s (median of 3), from about 58 s before the
+prober, status and in-process transport work.
+
 Runs the real controller loop (every 30 s of simulated time: 2,880 loops) against the
 fake cloud, 10 fake pods with app traffic, the fake Prometheus and the in-memory
 Kubernetes, with a few failures on the way, and prints the wall time. Run it with
