@@ -92,7 +92,8 @@ class PoolReconciler:
         self.group = group
         # Per pool, the status this process last wrote, as stored and as parsed: the
         # next loop reads back the same dict, and parsing it again is ~5% of a loop.
-        # Hit only on equal content, so a status written by anyone else is parsed.
+        # Kept only when the server stored exactly what was sent, and hit only on equal
+        # content, so a status pruned by the server or written by anyone else is parsed.
         self._written: dict[str, tuple[Mapping[str, Any], PoolStatus]] = {}
         # Per pool, the last object loaded and its Pool: the spec rarely changes.
         self._loaded: dict[str, tuple[tuple[Any, ...], Pool]] = {}
@@ -293,10 +294,15 @@ class PoolReconciler:
         version = str(obj["metadata"].get("resourceVersion", ""))
         for _ in range(3):
             try:
+                sent = after.for_storage()
                 stored = await self.kube.replace_pool_status(
-                    name, status=after.for_storage(), resource_version=version
+                    name, status=sent, resource_version=version
                 )
-                self._written[name] = (stored.get("status") or {}, after)
+                kept = stored.get("status") or {}
+                if kept == sent:
+                    self._written[name] = (kept, after)
+                else:  # the API server pruned or changed it: read back what it keeps
+                    self._written.pop(name, None)
                 return True
             except Conflict:
                 fresh = await self.kube.get_pool(name)

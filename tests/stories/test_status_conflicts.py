@@ -73,3 +73,31 @@ def test_manage_status_is_not_written_when_the_changed_spec_wants_actions_not_ta
         assert drained[0].pod_id not in s.wired().values()
 
     story(body)
+
+
+def test_a_status_the_api_server_pruned_is_read_back_not_remembered() -> None:
+    """The reconciler reuses the status it wrote only when the server kept all of it:
+    decisions come from what is stored, never from what this process sent."""
+
+    async def body(s: Story) -> None:
+        kube = s.world.kube
+        original = kube.replace_pool_status
+
+        async def pruning(name: str, *, status: dict[str, Any], resource_version: str) -> Any:
+            kept = {k: v for k, v in status.items() if k != "history"}  # a schema without it
+            return await original(name, status=kept, resource_version=resource_version)
+
+        kube.replace_pool_status = pruning  # type: ignore[method-assign]
+        for _ in range(12):  # the pool fills: a transition or a create on most loops
+            result = await s.loops(1)
+            assert result.status is not None
+            stored = s.status()
+            assert stored.history == ()
+            # What this loop wrote holds only this loop's entries: the last loop's were
+            # pruned by the server, so they were not there to carry forward.
+            assert all(
+                entry.time == result.status.history[-1].time for entry in result.status.history
+            )
+        assert s.status().ready == 2
+
+    story(body)
