@@ -24,7 +24,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, make_asgi_app
 
 from rpp.kube.api import KubeApi, KubeError, NotFound
-from rpp.sim.asgi_io import Receive, Scope, Send, send_bytes, send_json
+from rpp.sim.asgi_io import Receive, Scope, Send, reject_non_http, send_bytes, send_json
 
 log = logging.getLogger("rpp.http")
 
@@ -65,10 +65,7 @@ class HttpApi:
         self._kube = kube
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
+        if await reject_non_http(scope, receive, send):
             return
         path: str = scope["path"]
         if scope["method"] not in ("GET", "HEAD"):
@@ -113,13 +110,3 @@ async def _text(send: Send, status: int, *, text: str, allow: str | None = None)
     await send_bytes(
         send, status, text.encode(), content_type="text/plain; charset=utf-8", headers=headers
     )
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

@@ -268,16 +268,9 @@ class PoolReconciler:
         new_status = conds.status.replace(observed_generation=generation)
         log.warning("pool %s: invalid spec: %s", name, listing)
         for event in conds.events():
-            try:
-                await self.kube.emit_event(
-                    dict(obj),
-                    type_=event.type,
-                    reason=event.reason,
-                    message=event.message,
-                    now=now,
-                )
-            except KubeError as err:
-                log.warning("pool %s: event not recorded: %s", name, err)
+            recorded = await self.executor.record(obj, event, now)
+            if not recorded.ok:
+                log.warning("pool %s: event not recorded: %s", name, recorded.detail)
         written = await self._write(obj, status, new_status, acted=False, shared=None)
         return PoolResult(name, None, (), new_status, written)
 

@@ -98,7 +98,7 @@ class Executor:
             if mode is Mode.OBSERVE:
                 break
             if isinstance(effect, RecordEvent):
-                outcomes.append(await self._event(pool, effect, now))
+                outcomes.append(await self.record(pool, effect, now))
             elif mode is Mode.DRY_RUN:
                 outcomes.append(Outcome(effect, "planned", effect.describe()))
             else:
@@ -115,12 +115,13 @@ class Executor:
                 outcomes.append(outcome)
                 notice = action_event(outcome)
                 if notice is not None:
-                    outcomes.append(await self._event(pool, notice, now))
+                    outcomes.append(await self.record(pool, notice, now))
         return outcomes
 
-    async def _event(
+    async def record(
         self, pool: Mapping[str, Any], effect: RecordEvent, now: dt.datetime
     ) -> Outcome:
+        """Record one Event on the pool, in any mode (Events are how every mode speaks)."""
         try:
             await self.kube.emit_event(
                 dict(pool),
