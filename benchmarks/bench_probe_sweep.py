@@ -24,7 +24,7 @@ import sys
 import time
 from multiprocessing.connection import Connection
 
-from rpp.clock import SystemClock
+from rpp.adapters.clock import SystemClock
 from rpp.observe.prober import Prober, ProbeTarget, make_transport
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import ServerThread

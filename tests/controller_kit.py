@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from rpp.clock import Clock
+from rpp.adapters.clock import Clock
 from rpp.sim.world import World
 
 ROOT = Path(__file__).parents[1]
@@ -74,7 +74,7 @@ class Partitionable:
     async def _gate(self) -> None:
         import asyncio
 
-        from rpp.kube.api import KubeError
+        from rpp.adapters.kube.api import KubeError
 
         if self.cut == "fail":
             raise KubeError("get", "leases", namespace="runpod", message="connection refused")

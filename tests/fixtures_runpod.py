@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 from prometheus_client import CollectorRegistry
 
-from rpp.clock import ManualClock
-from rpp.runpod.client import RunPodClient
+from rpp.adapters.clock import ManualClock
+from rpp.adapters.runpod.client import RunPodClient
 from rpp.sim.asgi_io import Reply, Request
 from rpp.sim.cloud import FakeCloud, FakePodInfo
 from rpp.sim.cloud_api import CloudApi

@@ -2,8 +2,8 @@
 
 kmock (pinned in pyproject's dev extra) serves a stateful Kubernetes API over real HTTP, but
 it keeps objects as plain merged JSON: no resourceVersion, no PUT, 200 on create, no status
-subresource. `rpp.kube.real` depends on exactly those server guarantees, so this subclass adds
-them and nothing else:
+subresource. `rpp.adapters.kube.real` depends on exactly those server guarantees, so this subclass
+adds them and nothing else:
 
 - every write stamps `metadata.resourceVersion` (one counter for the whole server, as etcd's
   revision is) and create also stamps uid, generation 1 and creationTimestamp;

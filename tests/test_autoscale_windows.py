@@ -8,9 +8,9 @@ import datetime as dt
 import pytest
 
 from rpp.decide.autoscale import recommend, scale
-from rpp.spec_load import load_spec
-from rpp.status import PoolStatus
-from rpp.timestamps import UTC
+from rpp.model.spec_load import load_spec
+from rpp.model.status import PoolStatus
+from rpp.model.timestamps import UTC
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
 

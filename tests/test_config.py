@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from rpp.config import Config, ConfigError, load_config
+from rpp.controller.config import Config, ConfigError, load_config
 
 KEY = "rp_live_SECRET_key_123"
 BASE = {"RUNPOD_API_KEY": KEY}

@@ -29,10 +29,10 @@ from openapi_core.datatypes import RequestParameters
 from prometheus_client import CollectorRegistry
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
-from rpp.clock import ManualClock
-from rpp.runpod import outcomes as oc
-from rpp.runpod.client import RunPodClient
-from rpp.runpod.wire import PodRequest
+from rpp.adapters.clock import ManualClock
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.adapters.runpod.wire import PodRequest
 from rpp.sim import faults
 from rpp.sim.cloud import CloudError, FakeCloud
 from rpp.sim.cloud_api import CloudApi

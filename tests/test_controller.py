@@ -1,6 +1,6 @@
 """The controller loop: shared reads, pool isolation, spec changes, stopping, health.
 
-Every test runs the real loop (rpp/controller.py) with the real reconciler against the
+Every test runs the real loop (rpp/controller/loop.py) with the real reconciler against the
 simulated world (fake RunPod, fake pods, in-memory Kubernetes) on virtual time.
 """
 
@@ -10,12 +10,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from rpp.controller import RECONCILE_FAILED
-from rpp.leader import LeaderElector
-from rpp.reconcile import PoolResult
+from rpp.controller.leader import LeaderElector
+from rpp.controller.loop import RECONCILE_FAILED
+from rpp.controller.reconcile import PoolResult
+from rpp.model.status import PoolStatus
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from rpp.status import PoolStatus
 from tests.controller_kit import GPU, IMAGE, Partitionable, manifest, world
 
 T = TypeVar("T")

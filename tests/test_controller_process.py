@@ -25,8 +25,8 @@ import yaml
 from kmock_strict import CONFIG_MAPS, LEASES, POOLS, SECRETS, StrictKubernetesEmulator
 from prometheus_client.parser import text_string_to_metric_families
 
-from rpp.clock import SystemClock
-from rpp.leader import LEASE_NAME
+from rpp.adapters.clock import SystemClock
+from rpp.controller.leader import LEASE_NAME
 from rpp.sim.asgi_io import Reply, Request
 from rpp.sim.cloud import FakeCloud, FakePodInfo
 from rpp.sim.cloud_api import CloudApi

@@ -12,12 +12,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from rpp.leader import LEASE_DURATION_S, RENEW_DEADLINE_S, RETRY_PERIOD_S, LeaderElector
-from rpp.reconcile import PoolResult
+from rpp.controller.leader import LEASE_DURATION_S, RENEW_DEADLINE_S, RETRY_PERIOD_S, LeaderElector
+from rpp.controller.reconcile import PoolResult
+from rpp.model.status import PoolStatus
 from rpp.sim.faults import Timeout
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from rpp.status import PoolStatus
 from tests.controller_kit import Partitionable, creates, manifest, world
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from rpp.cli import main
-from rpp.crd import build_crd, render_crd
+from rpp.model.crd import build_crd, render_crd
 
 ROOT = Path(__file__).parents[1]
 

@@ -8,14 +8,14 @@ import datetime as dt
 import httpx
 
 from rpp.act.executor import Executor
-from rpp.clock import UTC, ManualClock
-from rpp.effects import TerminatePod, UpdatePod, WriteSlots
-from rpp.kube.api import KubeSettings
-from rpp.kube.memory import MemoryKubeApi
-from rpp.runpod.client import RunPodClient
+from rpp.adapters.clock import UTC, ManualClock
+from rpp.adapters.kube.api import KubeSettings
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.model.effects import TerminatePod, UpdatePod, WriteSlots
+from rpp.model.spec_load import load_spec
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
-from rpp.spec_load import load_spec
+from rpp.sim.kube_memory import MemoryKubeApi
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from fixtures_runpod import L40S, RTX4090, ServerFarm, stocked_cloud
 
-from rpp.clock import ManualClock
+from rpp.adapters.clock import ManualClock
 from rpp.sim import faults
 from rpp.sim.cloud import Call, FakeCloud
 from rpp.sim.cloud_api import CloudApi

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from fixtures_runpod import RTX4090, ServerFarm, stocked_cloud
 
-from rpp.clock import ManualClock
-from rpp.runpod.proxy import proxy_host
+from rpp.adapters.clock import ManualClock
+from rpp.model.proxy_hosts import proxy_host
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.in_process import InProcessTransport

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from fixtures_runpod import L40S, RTX4090
 
+from rpp.adapters.clock import ManualClock
 from rpp.cli import main
-from rpp.clock import ManualClock
-from rpp.observations import PodStatus
+from rpp.model.observations import PodStatus
 from rpp.sim.cloud_scenario import (
     ScenarioError,
     build_cloud,

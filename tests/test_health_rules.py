@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rpp import spec
 from rpp.decide.health import (
     HealthThresholds,
     MemberHealth,
@@ -21,7 +20,8 @@ from rpp.decide.health import (
     judge_pool,
     thresholds_from_spec,
 )
-from rpp.observations import HostNotice, PodMetrics, ProbeResult
+from rpp.model import spec
+from rpp.model.observations import HostNotice, PodMetrics, ProbeResult
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 DEFAULTS = HealthThresholds()

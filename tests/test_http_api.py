@@ -20,21 +20,21 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from rpp.act.executor import Executor
-from rpp.clock import SystemClock
-from rpp.controller import ControllerLoop
-from rpp.http_api import HttpApi, sd_groups
-from rpp.kube.api import KubeSettings
-from rpp.kube.memory import MemoryKubeApi
+from rpp.adapters.clock import SystemClock
+from rpp.adapters.kube.api import KubeSettings
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.controller.http_api import HttpApi, sd_groups
+from rpp.controller.loop import ControllerLoop
+from rpp.controller.metrics import PoolMetrics
+from rpp.controller.reconcile import PoolReconciler
+from rpp.model.members import MemberRecord
+from rpp.model.status import PoolStatus
 from rpp.observe.prober import Prober
 from rpp.observe.prometheus import PrometheusClient
-from rpp.pool_metrics import PoolMetrics
-from rpp.reconcile import PoolReconciler
-from rpp.runpod.client import RunPodClient
+from rpp.sim.kube_memory import MemoryKubeApi
 from rpp.sim.localhttp import ServerThread, serve_local
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from rpp.status import PoolStatus
-from rpp.status_members import MemberRecord
 from tests.controller_kit import manifest, world
 
 NOW = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)

@@ -8,7 +8,7 @@ import datetime as dt
 import httpx
 import pytest
 
-from rpp.clock import ManualClock
+from rpp.adapters.clock import ManualClock
 from rpp.observe.metrics_text import parse_metrics_page
 from rpp.sim.inference import FakeInferencePod, HostRouter, pod_id_from_host
 from rpp.sim.localhttp import ServerThread, serve_local

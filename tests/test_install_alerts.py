@@ -1,7 +1,7 @@
 """The alerts and the dashboard query metrics the controller really exports, and the alerts
 fire when, and only when, the seed says they should.
 
-The metric names come from `rpp.metric_names`, the one list the controller registers.
+The metric names come from `rpp.model.metric_names`, the one list the controller registers.
 Prometheus' own promtool (Debian's prometheus package) parses every rule and every
 dashboard query, and unit-tests the three alerts on synthetic series named from that list.
 """
@@ -21,9 +21,9 @@ from fixtures_install import ROOT, example, find
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from rpp import metric_names as m
-from rpp.pool_metrics import PoolMetrics
-from rpp.runpod.metrics import ApiCallMetrics
+from rpp.adapters.runpod.metrics import ApiCallMetrics
+from rpp.controller.metrics import PoolMetrics
+from rpp.model import metric_names as m
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 DASHBOARD = ROOT / "deploy" / "grafana-dashboard.json"

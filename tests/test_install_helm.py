@@ -34,7 +34,7 @@ from fixtures_install import (
 )
 from test_crd import admit
 
-from rpp.crd import render_crd
+from rpp.model.crd import render_crd
 from tests.nginx_runner import free_port, nginx_test, write_config
 
 CONFIG_MAPS = kmock.resource("", "v1", "configmaps")

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from fixtures_install import CHART, ROOT, example, find, objects, render, two_pools
 
-from rpp.clock import ManualClock
-from rpp.kube.api import DEFAULT_CRD_GROUP, REQUIRED_PERMISSIONS, KubeSettings, Permission
-from rpp.kube.memory import Call, MemoryKubeApi
+from rpp.adapters.clock import ManualClock
+from rpp.adapters.kube.api import DEFAULT_CRD_GROUP, REQUIRED_PERMISSIONS, KubeSettings, Permission
+from rpp.sim.kube_memory import Call, MemoryKubeApi
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 LEASE = "runpod-pool-controller"

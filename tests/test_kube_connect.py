@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rpp.kube.connect import ClusterConfigError, load_cluster_access
+from rpp.adapters.kube.connect import ClusterConfigError, load_cluster_access
 
 TOKEN = "sa-token-do-not-log"
 

@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 
-from rpp.kube.api import EventType, KubeSettings
-from rpp.kube.events import MAX_MESSAGE, clean_message, event_name, new_event, repeat_patch
+from rpp.adapters.kube.api import EventType, KubeSettings
+from rpp.adapters.kube.events import (
+    MAX_MESSAGE,
+    clean_message,
+    event_name,
+    new_event,
+    repeat_patch,
+)
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, 30, 123456, tzinfo=dt.UTC)
 SETTINGS = KubeSettings(namespace="runpod", crd_group="pools.example.com")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from rpp.clock import ManualClock
-from rpp.kube.api import (
+from rpp.adapters.clock import ManualClock
+from rpp.adapters.kube.api import (
     REQUIRED_PERMISSIONS,
     AlreadyExists,
     Conflict,
@@ -20,7 +20,7 @@ from rpp.kube.api import (
     SecretData,
     required_permissions,
 )
-from rpp.kube.memory import Call, MemoryKubeApi, merge_patch
+from rpp.sim.kube_memory import Call, MemoryKubeApi, merge_patch
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 

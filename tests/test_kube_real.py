@@ -26,8 +26,8 @@ from kmock_strict import (
     forbidden,
 )
 
-from rpp.clock import ManualClock
-from rpp.kube.api import (
+from rpp.adapters.clock import ManualClock
+from rpp.adapters.kube.api import (
     REQUIRED_PERMISSIONS,
     AlreadyExists,
     Conflict,
@@ -39,8 +39,8 @@ from rpp.kube.api import (
     Permission,
     PoolEvent,
 )
-from rpp.kube.memory import Call, MemoryKubeApi
-from rpp.kube.real import RealKubeApi
+from rpp.adapters.kube.real import RealKubeApi
+from rpp.sim.kube_memory import Call, MemoryKubeApi
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 

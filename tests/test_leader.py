@@ -13,9 +13,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from rpp.kube.api import KubeSettings
-from rpp.kube.memory import MemoryKubeApi
-from rpp.leader import (
+from rpp.adapters.kube.api import KubeSettings
+from rpp.controller.leader import (
     LEASE_DURATION_S,
     LEASE_NAME,
     RENEW_DEADLINE_S,
@@ -23,6 +22,7 @@ from rpp.leader import (
     LeaderElector,
     LeaseTiming,
 )
+from rpp.sim.kube_memory import MemoryKubeApi
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from tests.controller_kit import Partitionable
 

@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 import pytest
 from kmock_strict import LEASES, StrictKubernetesEmulator
 
-from rpp.clock import SystemClock
-from rpp.kube.api import KubeSettings
-from rpp.kube.real import RealKubeApi
-from rpp.leader import LEASE_NAME, LeaderElector, LeaseTiming
+from rpp.adapters.clock import SystemClock
+from rpp.adapters.kube.api import KubeSettings
+from rpp.adapters.kube.real import RealKubeApi
+from rpp.controller.leader import LEASE_NAME, LeaderElector, LeaseTiming
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 

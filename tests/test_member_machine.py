@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from rpp.clock import UTC
-from rpp.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
+from rpp.adapters.clock import UTC
 from rpp.machines.member import MemberMachine
 from rpp.machines.member_step import (
     MemberStep,
@@ -27,8 +26,9 @@ from rpp.machines.member_step import (
 )
 from rpp.machines.member_view import MemberView, UnknownPhaseError
 from rpp.machines.signals import MemberSettings, MemberSignals, refresh
-from rpp.observations import PodStatus, ProbeResult, RunPodPod
-from rpp.status_members import PHASES, MemberRecord, ProbeRecord, UpdateProgress
+from rpp.model.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
+from rpp.model.members import PHASES, MemberRecord, ProbeRecord, UpdateProgress
+from rpp.model.observations import PodStatus, ProbeResult, RunPodPod
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
 SETTINGS = MemberSettings()  # warm-up 900s, drain 150s, update 900s, retry 300s, 3 passes

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rpp.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
 from rpp.machines.member_step import MemberStep, drain, observe, replacement_wired
 from rpp.machines.signals import MemberSignals
-from rpp.observations import ProbeResult
-from rpp.status_codec import stamp
-from rpp.status_members import PHASES, MemberRecord, UpdateProgress
+from rpp.model.codec import stamp
+from rpp.model.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
+from rpp.model.members import PHASES, MemberRecord, UpdateProgress
+from rpp.model.observations import ProbeResult
 from tests.test_member_machine import POD, SETTINGS, T0
 
 RULES = ("Unreachable", "SlowScrape", "RelativeLatency", "ErrorRate", "HostNotice")

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import yaml
 
-from rpp.nginx_slots import (
+from rpp.decide.nginx_slots import (
     SlotsFormatError,
     SlotTarget,
     proxy_host,
@@ -21,8 +21,8 @@ from rpp.nginx_slots import (
     upstream_name,
     wired_pods,
 )
-from rpp.spec import RunPodPoolSpec
-from rpp.spec_load import load_spec
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.spec_load import load_spec
 from tests.nginx_runner import (
     RunningNginx,
     free_port,

@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator, MutableMapping
 import httpx
 import pytest
 
-from rpp.clock import ManualClock
+from rpp.adapters.clock import ManualClock
+from rpp.model.spec_load import load_spec
 from rpp.observe.prober import (
     DEFAULT_URL_PATTERN,
     Prober,
@@ -24,7 +25,6 @@ from rpp.observe.prober import (
 from rpp.sim.asgi_io import Receive, Scope, Send, send_bytes
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import serve_local
-from rpp.spec_load import load_spec
 
 START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 TOKEN = "tok-3f9a-very-secret"

@@ -20,14 +20,14 @@ import pytest
 import yaml
 from fixtures_prometheus import ScrapeTarget, running_prometheus, scrape_config, wait_for
 
-from rpp.clock import ManualClock
+from rpp.adapters.clock import ManualClock
 from rpp.decide.health import HealthThresholds, MemberObservation, judge_pool
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.spec_load import load_spec
 from rpp.observe.prometheus import PoolQueries, PrometheusClient, queries_from_spec
 from rpp.sim.asgi_io import Receive, Scope, Send, send_bytes
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.localhttp import ServerThread, serve_local
-from rpp.spec import RunPodPoolSpec
-from rpp.spec_load import load_spec
 
 TOKEN = "prom-scrape-token"
 EXAMPLE_POOL = Path(__file__).resolve().parent.parent / "examples" / "pool.yaml"

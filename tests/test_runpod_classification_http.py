@@ -22,10 +22,10 @@ import pytest
 from fixtures_runpod import FAST, L40S, RTX4090, FakeRunPodProcess, running_fake_runpod
 from prometheus_client import CollectorRegistry
 
-from rpp.runpod import outcomes as oc
-from rpp.runpod.client import RunPodClient
-from rpp.runpod.proxy import proxy_host
-from rpp.runpod.wire import PodRequest
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.adapters.runpod.wire import PodRequest
+from rpp.model.proxy_hosts import proxy_host
 
 SCENARIO = f"""
 cloud:

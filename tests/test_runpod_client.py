@@ -18,12 +18,12 @@ from fixtures_runpod import FAST, L40S, RTX4090, ServerFarm, client_for, stocked
 from prometheus_client import CollectorRegistry
 
 from rpp import __version__
-from rpp.clock import ManualClock
-from rpp.observations import PodStatus
-from rpp.runpod import outcomes as oc
-from rpp.runpod.client import RunPodClient
-from rpp.runpod.metrics import ApiCallMetrics
-from rpp.runpod.wire import PodRequest
+from rpp.adapters.clock import ManualClock
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.adapters.runpod.metrics import ApiCallMetrics
+from rpp.adapters.runpod.wire import PodRequest
+from rpp.model.observations import PodStatus
 from rpp.sim import faults
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi

@@ -13,16 +13,16 @@ import datetime as dt
 import pytest
 from fixtures_runpod import RTX4090, client_for, stocked_cloud
 
-from rpp.clock import UTC
-from rpp.observations import HostNotice
-from rpp.runpod import outcomes as oc
-from rpp.runpod.notices import (
+from rpp.adapters.clock import UTC
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.notices import (
     NOTICES_QUERY,
     notice_from_machine,
     notices_from_graphql,
     parse_notice_time,
 )
-from rpp.runpod.wire import WireError
+from rpp.adapters.runpod.wire import WireError
+from rpp.model.observations import HostNotice
 from rpp.sim import faults
 
 CRITICAL = (

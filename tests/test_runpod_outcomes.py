@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from rpp.runpod import outcomes as oc
+from rpp.adapters.runpod import answers as oc
 from rpp.sim.faults import NO_CAPACITY_DETAIL
 
 statuses = pytest.mark.parametrize(

@@ -12,15 +12,15 @@ from __future__ import annotations
 import pytest
 from fixtures_runpod import A6000, L40S, RTX4090, client_for, stocked_cloud
 
-from rpp.runpod import outcomes as oc
-from rpp.runpod.catalog import Availability, GpuCatalog, GpuTypeOffer
-from rpp.runpod.placement.candidates import (
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.candidates import (
     Candidate,
     PlacementResult,
     create_first_available,
     order_candidates,
 )
-from rpp.runpod.wire import PodRequest
+from rpp.adapters.runpod.catalog import Availability, GpuCatalog, GpuTypeOffer
+from rpp.adapters.runpod.wire import PodRequest
 from rpp.sim import faults
 from rpp.sim.cloud import FakeCloud
 

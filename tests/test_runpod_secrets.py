@@ -16,9 +16,9 @@ import pytest
 from fixtures_runpod import FAST, RTX4090, client_for, stocked_cloud
 from prometheus_client import CollectorRegistry, generate_latest
 
-from rpp.runpod import outcomes as oc
-from rpp.runpod.client import RunPodClient
-from rpp.runpod.wire import PodRequest
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.adapters.runpod.wire import PodRequest
 from rpp.sim import faults
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.localhttp import serve_local

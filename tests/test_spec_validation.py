@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from rpp.spec import Mode
-from rpp.spec_load import load_pool, load_spec
+from rpp.model.spec import Mode
+from rpp.model.spec_load import load_pool, load_spec
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "pool.yaml"
 

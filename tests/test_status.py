@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from rpp.clock import UTC
-from rpp.effects import (
+from rpp.adapters.clock import UTC
+from rpp.model.effects import (
     CreatePod,
     Effect,
     RecordEvent,
@@ -20,7 +20,8 @@ from rpp.effects import (
     Wire,
     WriteSlots,
 )
-from rpp.status import (
+from rpp.model.members import MemberRecord, ProbeRecord, UpdateProgress
+from rpp.model.status import (
     HISTORY_LIMIT,
     Autoscaling,
     Backoff,
@@ -35,7 +36,6 @@ from rpp.status import (
     StatusFormatError,
     set_condition,
 )
-from rpp.status_members import MemberRecord, ProbeRecord, UpdateProgress
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
 

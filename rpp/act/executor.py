@@ -12,7 +12,7 @@ mode decides everything:
 - Observe: nothing at all.
 
 Every outcome is a value (`Outcome`), never an exception escaping to the loop; the
-reconciler folds them into the status (rpp/decide/outcomes.py) and counts them in
+reconciler folds them into the status (rpp/decide/fold.py) and counts them in
 runpod_pool_actions_total.
 """
 
@@ -23,8 +23,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rpp.adapters.kube.api import KubeApi, KubeError
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.candidates import create_first_available
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.adapters.runpod.wire import PodRequest
 from rpp.decide.ownership import owns
-from rpp.effects import (
+from rpp.model.effects import (
     CreatePod,
     Effect,
     RecordEvent,
@@ -34,15 +39,10 @@ from rpp.effects import (
     Wire,
     WriteSlots,
 )
-from rpp.kube.api import KubeApi, KubeError
-from rpp.observations import RunPodPod
-from rpp.outcome import Outcome
-from rpp.runpod import outcomes as oc
-from rpp.runpod.client import RunPodClient
-from rpp.runpod.placement.candidates import create_first_available
-from rpp.runpod.wire import PodRequest
-from rpp.spec import Mode, RunPodPoolSpec
-from rpp.status_parts import CapacityRefusal
+from rpp.model.observations import RunPodPod
+from rpp.model.records import CapacityRefusal
+from rpp.model.results import Outcome
+from rpp.model.spec import Mode, RunPodPoolSpec
 
 log = logging.getLogger("rpp.act")
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from rpp import spec
-from rpp.crd import render_crd
+from rpp.model import spec
+from rpp.model.crd import render_crd
 
 
 def register(subparsers: Any) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import uvicorn
 
-from rpp.clock import Clock, SystemClock
+from rpp.adapters.clock import Clock, SystemClock
 from rpp.sim.asgi_io import ASGIApp
 from rpp.sim.cloud import FakePodInfo, PodServer, PodServerFactory
 from rpp.sim.cloud_api import CloudApi

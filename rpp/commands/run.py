@@ -1,13 +1,13 @@
 """`rpp run`: the controller process, as deployed (deploy/controller.yaml, the Helm chart).
 
-Reads its configuration from the environment (rpp/config.py; a bad value stops it with
+Reads its configuration from the environment (rpp/controller/config.py; a bad value stops it with
 one line naming the variable), connects to the cluster (the pod's ServiceAccount, else
 a kubeconfig), builds the adapters (RunPod client, prober, Prometheus client, Kubernetes
 adapter) and runs, all at once:
 
 - the HTTP endpoints on LISTEN_ADDRESS (/healthz, /metrics, /sd/<pool>), on every replica;
 - leader election on the Lease `runpod-pool-controller`: only the holder reconciles;
-- the controller loop (rpp/controller.py), while this replica leads.
+- the controller loop (rpp/controller/loop.py), while this replica leads.
 
 SIGTERM (or SIGINT): the loop under way finishes (its actions carried out, its status
 written), the Lease is released so the standby takes over at once, the HTTP server
@@ -39,17 +39,17 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 
 from rpp import __version__
 from rpp.act.executor import Executor
-from rpp.clock import Clock, SystemClock
-from rpp.config import Config, ConfigError, load_config
-from rpp.controller import ControllerLoop
-from rpp.http_api import HttpApi
-from rpp.kube.api import KubeApi, KubeSettings
-from rpp.leader import LeaderElector, LeaseTiming
+from rpp.adapters.clock import Clock, SystemClock
+from rpp.adapters.kube.api import KubeApi, KubeSettings
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.controller.config import Config, ConfigError, load_config
+from rpp.controller.http_api import HttpApi
+from rpp.controller.leader import LeaderElector, LeaseTiming
+from rpp.controller.loop import ControllerLoop
+from rpp.controller.metrics import PoolMetrics
+from rpp.controller.reconcile import PoolReconciler
 from rpp.observe.prober import Prober, make_transport
 from rpp.observe.prometheus import PrometheusClient
-from rpp.pool_metrics import PoolMetrics
-from rpp.reconcile import PoolReconciler
-from rpp.runpod.client import RunPodClient
 
 log = logging.getLogger("rpp.run")
 
@@ -81,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
 async def _main(config: Config, *, kubeconfig: str | None) -> int:
     from kubernetes.aio import client
 
-    from rpp.kube.connect import ClusterConfigError, load_cluster_access
-    from rpp.kube.real import RealKubeApi
+    from rpp.adapters.kube.connect import ClusterConfigError, load_cluster_access
+    from rpp.adapters.kube.real import RealKubeApi
 
     try:
         access = await load_cluster_access(kubeconfig=kubeconfig)

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
-from rpp.durations import DurationError, format_duration, parse_duration
+from rpp.model.durations import DurationError, format_duration, parse_duration
 from rpp.sim.cloud_scenario import ScenarioError
 from rpp.sim.knobs import turn
 from rpp.sim.scenario import Scenario, load_scenario, parse_scenario_text

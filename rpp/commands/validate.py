@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from rpp import spec as model
-from rpp.spec_load import Pool, load_pool, spec_for_storage
+from rpp.model import spec as model
+from rpp.model.spec_load import Pool, load_pool, spec_for_storage
 
 
 def register(subparsers: Any) -> None:

@@ -27,9 +27,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rpp.spec import RunPodPoolSpec
-from rpp.status import PoolStatus
-from rpp.status_parts import Autoscaling, Recommendation
+from rpp.model.records import Autoscaling, Recommendation
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.status import PoolStatus
 
 TOLERANCE = 0.1
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from rpp.decide.ownership import new_pod_name
 from rpp.decide.placement import place
 from rpp.decide.safeguards import Block, create_block
-from rpp.effects import CreatePod
-from rpp.observations import RunPodPod
-from rpp.spec import RunPodPoolSpec
-from rpp.status import PoolStatus
-from rpp.status_members import DrainReason, MemberRecord, Phase
+from rpp.model.effects import CreatePod
+from rpp.model.members import DrainReason, MemberRecord, Phase
+from rpp.model.observations import RunPodPod
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.status import PoolStatus
 
 # Members that serve now or will without the pool doing anything more: a warming pod
 # serves once it passes, an updating pod comes back, a pod draining for an update too.

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from enum import StrEnum
 
-from rpp.effects import RecordEvent
-from rpp.status import PoolStatus
+from rpp.model.effects import RecordEvent
+from rpp.model.status import PoolStatus
 
 
 class Cond(StrEnum):

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
 
-from rpp import spec
-from rpp.observations import HostNotice, PodMetrics, ProbeResult
+from rpp.model import spec
+from rpp.model.observations import HostNotice, PodMetrics, ProbeResult
 
 
 class Rule(StrEnum):

@@ -18,10 +18,10 @@ import datetime as dt
 
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import MemberObservation, PoolHealth, judge_pool, thresholds_from_spec
-from rpp.observations import HostNotice, PoolObservation
-from rpp.spec import RunPodPoolSpec
-from rpp.status import PoolStatus
-from rpp.status_members import Phase
+from rpp.model.members import Phase
+from rpp.model.observations import HostNotice, PoolObservation
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.status import PoolStatus
 
 # Phases whose pods the health rules judge (a warming pod has its warm-up timeout).
 JUDGED = frozenset({Phase.READY, Phase.FLAGGED})

@@ -11,13 +11,13 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from rpp.decide.conditions import Conditions
-from rpp.effects import Effect, RecordEvent
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSettings, MemberSignals
-from rpp.observations import PoolObservation, RunPodPod
-from rpp.spec import Mode, RunPodPoolSpec
-from rpp.status_members import MemberRecord, Phase
-from rpp.status_parts import HistoryEntry
+from rpp.model.effects import Effect, RecordEvent
+from rpp.model.members import MemberRecord, Phase
+from rpp.model.observations import PoolObservation, RunPodPod
+from rpp.model.records import HistoryEntry
+from rpp.model.spec import Mode, RunPodPoolSpec
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from rpp.machines.member_step import new_member
-from rpp.observations import RunPodPod
-from rpp.status import PoolStatus
-from rpp.status_members import MemberRecord
+from rpp.model.members import MemberRecord
+from rpp.model.observations import RunPodPod
+from rpp.model.status import PoolStatus
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ import datetime as dt
 import re
 from collections.abc import Iterable
 
-from rpp.observations import PodStatus, RunPodPod
-from rpp.spec import RunPodPoolSpec
+from rpp.model.observations import PodStatus, RunPodPod
+from rpp.model.spec import RunPodPoolSpec
 
 _SUFFIX = re.compile(r"^[a-z0-9]+$")
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"

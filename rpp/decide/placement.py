@@ -5,7 +5,7 @@ here: datacenters.allow in order (required to create), minus datacenters.deny, m
 datacenters already holding maxPerDatacenter pool pods, minus datacenters in cooldown
 (2 replacements in 24h avoid a datacenter for 24h). The RunPod side (reading the
 catalog, skipping combinations without stock, creating per candidate until a 201)
-is the executor's job in rpp/runpod/placement/candidates.py; the result here travels
+is the executor's job in rpp/adapters/runpod/candidates.py; the result here travels
 to it inside the CreatePod effect.
 """
 
@@ -16,9 +16,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rpp.spec import RunPodPoolSpec
-from rpp.status import PoolStatus
-from rpp.timestamps import to_rfc3339
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.status import PoolStatus
+from rpp.model.timestamps import to_rfc3339
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 This is the pure heart of the controller (ARCHITECTURE.md: observe -> decide -> act).
 It reads no clock, network or environment; the executor (rpp/act/) carries the effects
 out according to the pool's mode, then folds their outcomes into the status
-(rpp/decide/outcomes.py).
+(rpp/decide/fold.py).
 
 The pool steps run in the seed's order: the member machines first (drained members
 finish, warming members are wired or time out, flagged members are unwired when
@@ -29,18 +29,18 @@ from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Transition, settings_for
 from rpp.decide.membership import find_new_members
+from rpp.decide.nginx_slots import SlotsFormatError, slot_ports, wired_pods
 from rpp.decide.ownership import owned_pods
 from rpp.decide.slots import render_for, slots_effect
-from rpp.effects import Effect, RecordEvent, TerminatePod, WriteSlots
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSignals, refresh
-from rpp.nginx_slots import SlotsFormatError, slot_ports, wired_pods
-from rpp.observations import PoolObservation
-from rpp.runpod.proxy import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
-from rpp.spec import Mode, RunPodPoolSpec
-from rpp.status import PoolStatus
-from rpp.status_members import MemberRecord, Phase
-from rpp.status_parts import HistoryEntry
+from rpp.model.effects import Effect, RecordEvent, TerminatePod, WriteSlots
+from rpp.model.members import MemberRecord, Phase
+from rpp.model.observations import PoolObservation
+from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
+from rpp.model.records import HistoryEntry
+from rpp.model.spec import Mode, RunPodPoolSpec
+from rpp.model.status import PoolStatus
 
 __all__ = ["Decision", "Transition", "decide", "settings_for"]
 

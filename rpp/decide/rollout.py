@@ -22,8 +22,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rpp.status_members import DrainReason, MemberRecord, Phase
-from rpp.status_parts import Rollout
+from rpp.model.members import DrainReason, MemberRecord, Phase
+from rpp.model.records import Rollout
 
 _BUSY = frozenset(
     {Phase.WARMING, Phase.FLAGGED, Phase.DRAINING, Phase.UPDATING, Phase.TERMINATING}

@@ -15,9 +15,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from rpp.spec import RunPodPoolSpec
-from rpp.status import PoolStatus
-from rpp.timestamps import to_rfc3339
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.status import PoolStatus
+from rpp.model.timestamps import to_rfc3339
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 should change.
 
 Where it sits: decide, last of the pool steps. The members' slots (after every machine
-and pool order of the loop) are rendered with rpp/nginx_slots.py and compared with
+and pool order of the loop) are rendered with rpp/decide/nginx_slots.py and compared with
 the slots ConfigMap read during observe; only a difference produces a write, so an
 unchanged pool never touches the ConfigMap and never restarts nginx.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from rpp.effects import WriteSlots
-from rpp.nginx_slots import SlotTarget, render_slots, slot_ports
-from rpp.spec import RunPodPoolSpec
-from rpp.status_members import MemberRecord, Phase
+from rpp.decide.nginx_slots import SlotTarget, render_slots, slot_ports
+from rpp.model.effects import WriteSlots
+from rpp.model.members import MemberRecord, Phase
+from rpp.model.spec import RunPodPoolSpec
 
 
 def slot_targets(spec: RunPodPoolSpec, members: Sequence[MemberRecord]) -> dict[int, SlotTarget]:

@@ -14,10 +14,10 @@ import dataclasses
 from rpp.decide import autoscale, capacity, rollout
 from rpp.decide.conditions import Cond
 from rpp.decide.loop_state import LoopState
-from rpp.effects import Effect
 from rpp.machines import member_step
-from rpp.spec import Mode
-from rpp.status_members import DrainReason, MemberRecord, Phase
+from rpp.model.effects import Effect
+from rpp.model.members import DrainReason, MemberRecord, Phase
+from rpp.model.spec import Mode
 
 
 def drain_replaced(loop: LoopState, planned: list[MemberRecord]) -> None:

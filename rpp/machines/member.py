@@ -4,7 +4,7 @@ This is decide code. Each loop the pool rehydrates one `MemberMachine` per membe
 from its record in status (the record's `phase` is the current state, so no entry
 actions run on construction), sends it that loop's events, and writes the record back.
 Guards are named methods that read only the record, the loop's `MemberSignals` and
-`now`; actions change the record and append effects (rpp/effects.py) to an outbox.
+`now`; actions change the record and append effects (rpp/model/effects.py) to an outbox.
 Nothing here does I/O or reads the clock. rpp/commands/diagrams.py renders this
 class into docs/diagrams/ and the README table, so the names below are what users see.
 
@@ -31,16 +31,10 @@ from typing import ClassVar
 
 from statemachine import State, StateMachine
 
-from rpp.effects import EventType, RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
 from rpp.machines.member_view import MemberView, Move, UnknownPhaseError
 from rpp.machines.signals import UNREACHABLE, MemberSignals, restarted
-from rpp.status_members import (
-    DrainReason,
-    MemberRecord,
-    Phase,
-    UpdateProgress,
-    UpdateStep,
-)
+from rpp.model.effects import EventType, RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
+from rpp.model.members import DrainReason, MemberRecord, Phase, UpdateProgress, UpdateStep
 
 
 def _elapsed(since: dt.datetime | None, now: dt.datetime) -> float:

@@ -14,12 +14,12 @@ import datetime as dt
 import threading
 from dataclasses import dataclass
 
-from rpp.effects import Effect
 from rpp.machines.member import MemberMachine
 from rpp.machines.member_view import MemberView, Move
 from rpp.machines.signals import MemberSignals, refresh
-from rpp.observations import RunPodPod
-from rpp.status_members import MemberRecord, Phase
+from rpp.model.effects import Effect
+from rpp.model.members import MemberRecord, Phase
+from rpp.model.observations import RunPodPod
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from rpp.effects import Effect
-from rpp.status_members import PHASES, MemberRecord
+from rpp.model.effects import Effect
+from rpp.model.members import PHASES, MemberRecord
 
 
 class UnknownPhaseError(ValueError):

@@ -20,9 +20,9 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from rpp.observations import ProbeResult, RunPodPod
-from rpp.status_codec import stamp
-from rpp.status_members import MemberRecord, Phase, ProbeRecord, UpdateStep
+from rpp.model.codec import stamp
+from rpp.model.members import MemberRecord, Phase, ProbeRecord, UpdateStep
+from rpp.model.observations import ProbeResult, RunPodPod
 
 UNREACHABLE = "Unreachable"  # the rule that also unwires at once (rpp/decide/health.py)
 

@@ -32,10 +32,11 @@ from urllib.parse import quote, quote_plus
 
 import httpx
 
-from rpp import __version__, spec
-from rpp.observations import ProbeResult
+from rpp import __version__
+from rpp.model import spec
+from rpp.model.observations import ProbeResult
+from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN, proxy_host
 from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page
-from rpp.runpod.proxy import DEFAULT_URL_PATTERN, proxy_host
 
 DEFAULT_CONCURRENCY = 64
 USER_AGENT = f"runpod-pool-controller/{__version__} (prober)"

@@ -32,8 +32,8 @@ from typing import Any
 
 import httpx
 
-from rpp import spec
-from rpp.observations import PodMetrics, PrometheusReading
+from rpp.model import spec
+from rpp.model.observations import PodMetrics, PrometheusReading
 
 log = logging.getLogger(__name__)
 

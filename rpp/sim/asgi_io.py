@@ -14,17 +14,21 @@ ASGI messages for the requests that are most of a simulated loop.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from rpp.controller.asgi import ASGIApp as ASGIApp
+from rpp.controller.asgi import Message as Message
+from rpp.controller.asgi import Receive as Receive
+from rpp.controller.asgi import Scope as Scope
+from rpp.controller.asgi import Send as Send
+from rpp.controller.asgi import headers_of as headers_of
+from rpp.controller.asgi import host_of as host_of
+from rpp.controller.asgi import reject_non_http as reject_non_http
+from rpp.controller.asgi import send_bytes as send_bytes
+from rpp.controller.asgi import send_json as send_json
+from rpp.controller.asgi import send_problem as send_problem
 
 
 @dataclass(frozen=True)
@@ -80,19 +84,6 @@ def asgi_app(respond: Responder) -> ASGIApp:
     return app
 
 
-def host_of(scope: Scope) -> str:
-    """The Host header without port, lowercase: what the proxy routes every request on."""
-    for key, value in scope.get("headers", ()):
-        if key.lower() == b"host":
-            host: str = value.decode("latin-1")
-            return host.rsplit(":", 1)[0].lower()
-    return ""
-
-
-def headers_of(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-
-
 async def read_request(scope: Scope, receive: Receive) -> Request:
     chunks: list[bytes] = []
     while True:
@@ -109,63 +100,3 @@ async def read_request(scope: Scope, receive: Receive) -> Request:
         headers=headers_of(scope),
         body=b"".join(chunks),
     )
-
-
-async def send_bytes(
-    send: Send,
-    status: int,
-    body: bytes,
-    *,
-    content_type: str | None,
-    headers: Iterable[tuple[str, str]] = (),
-) -> None:
-    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-    if content_type is not None:
-        raw.append((b"content-type", content_type.encode("latin-1")))
-    raw.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def send_json(
-    send: Send,
-    status: int,
-    data: Any,
-    *,
-    content_type: str = "application/json",
-    headers: Iterable[tuple[str, str]] = (),
-) -> None:
-    await send_bytes(
-        send, status, json.dumps(data).encode(), content_type=content_type, headers=headers
-    )
-
-
-async def send_problem(
-    send: Send,
-    status: int,
-    *,
-    title: str,
-    detail: str,
-    errors: list[str] | None = None,
-    headers: Iterable[tuple[str, str]] = (),
-) -> None:
-    """An RFC 9457 problem+json answer, RunPod's error shape."""
-    body: dict[str, Any] = {"title": title, "status": status, "detail": detail}
-    if errors:
-        body["errors"] = errors
-    await send_json(send, status, body, content_type="application/problem+json", headers=headers)
-
-
-async def reject_non_http(scope: Scope, receive: Receive, send: Send) -> bool:
-    """Answer lifespan/websocket scopes; True when the scope was not plain HTTP."""
-    if scope["type"] == "http":
-        return False
-    if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return True
-    return True

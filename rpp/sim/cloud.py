@@ -31,8 +31,8 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rpp.clock import Clock
-from rpp.observations import PodStatus
+from rpp.adapters.clock import Clock
+from rpp.model.observations import PodStatus
 from rpp.sim.cloud_model import (
     DEFAULT_PRICE_PER_HR,
     WRITE_OPERATIONS,

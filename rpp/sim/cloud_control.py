@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from rpp.observations import PodStatus
+from rpp.model.observations import PodStatus
 from rpp.sim import asgi_io as io
 from rpp.sim.cloud import CloudError, FakeCloud
 from rpp.sim.faults import FaultError, fault_from_dict

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from rpp.observations import PodStatus
+from rpp.model.observations import PodStatus
 from rpp.sim.asgi_io import Reply, Request
 
 

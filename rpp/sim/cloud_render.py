@@ -13,8 +13,8 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
-from rpp.clock import to_rfc3339
-from rpp.observations import PodStatus
+from rpp.adapters.clock import to_rfc3339
+from rpp.model.observations import PodStatus
 from rpp.sim.cloud import FakeCloud, FakePod, MachineNotice, actions_for
 
 _GPU_INFO = {  # id -> (display name, VRAM GB)

@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-from rpp.clock import Clock
-from rpp.durations import DurationError, parse_duration
+from rpp.adapters.clock import Clock
+from rpp.model.durations import DurationError, parse_duration
 from rpp.sim.cloud import FakeCloud, PodServerFactory
 
 _POD_ID = re.compile(r"^[a-z0-9]{6,32}$")

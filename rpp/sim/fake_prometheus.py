@@ -34,8 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from rpp.clock import Clock
-from rpp.durations import DurationError, parse_duration
+from rpp.adapters.clock import Clock
+from rpp.model.durations import DurationError, parse_duration
 from rpp.observe.prometheus import AUTOSCALING, ERROR_RATIO, LATENCY, POD_LABEL
 from rpp.sim.asgi_io import Receive, Scope, Send, read_request, reject_non_http, send_json
 

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from rpp.runpod.proxy import PROXY_SUFFIX
+from rpp.model.proxy_hosts import PROXY_SUFFIX
 from rpp.sim.asgi_io import Request, Responder
 
 

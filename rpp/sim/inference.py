@@ -37,7 +37,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from rpp.clock import Clock
+from rpp.adapters.clock import Clock
 from rpp.sim.asgi_io import Receive, Reply, Request, Scope, Send, asgi_app
 
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text format

@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import re
 
-from rpp.observations import PodStatus
-from rpp.runpod.proxy import PROXY_SUFFIX
+from rpp.model.observations import PodStatus
+from rpp.model.proxy_hosts import PROXY_SUFFIX
 from rpp.sim import asgi_io as io
 from rpp.sim.cloud import FakeCloud
 

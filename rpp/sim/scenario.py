@@ -27,10 +27,10 @@ from typing import Any, TypeVar
 
 import yaml
 
-from rpp.durations import DurationError, parse_duration
-from rpp.kube.memory import merge_patch
+from rpp.model.durations import DurationError, parse_duration
+from rpp.model.spec_load import load_pool
 from rpp.sim.cloud_scenario import CloudScenario, ScenarioError, parse_cloud_section
-from rpp.spec_load import load_pool
+from rpp.sim.kube_memory import merge_patch
 
 DEFAULT_DURATION_S = 3600.0
 DEFAULT_INTERVAL_S = 30.0

@@ -28,10 +28,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from rpp.clock import Clock
-from rpp.reconcile import PoolResult
+from rpp.adapters.clock import Clock
+from rpp.controller.reconcile import PoolResult
+from rpp.model.status import PoolStatus
 from rpp.sim.world import CloudChange
-from rpp.status import PoolStatus
 
 
 class Timeline:

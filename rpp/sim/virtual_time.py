@@ -9,7 +9,7 @@ in the simulator talks through in-process transports: there are no sockets to wa
 real socket still works (select() is polled without blocking), but waiting on one
 would spin: the simulator never opens any.
 
-`VirtualClock` is the `rpp.clock.Clock` of that world: wall time = a fixed start plus
+`VirtualClock` is the `rpp.adapters.clock.Clock` of that world: wall time = a fixed start plus
 the loop's virtual seconds, so decide's `now`, the fake cloud's lifecycle and the
 fake pods' process start times all agree with the loop's timers.
 """
@@ -22,7 +22,7 @@ import selectors
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from rpp.clock import UTC
+from rpp.adapters.clock import UTC
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """A whole simulated world: the real controller against fake RunPod, pods and Kubernetes.
 
 Where it sits: under `rpp simulate` and the story tests. Only transports are swapped:
-the real controller loop (rpp/controller.py), RunPod client, prober, Prometheus client,
+the real controller loop (rpp/controller/loop.py), RunPod client, prober, Prometheus client,
 reconciler, decide, machines and executor run against the fake RunPod cloud (REST v2 +
 GraphQL + the proxy, reached through an in-process httpx transport,
 rpp/sim/in_process.py), fake inference pods behind that proxy, the in-memory Kubernetes
@@ -31,17 +31,18 @@ import httpx
 from prometheus_client import CollectorRegistry
 
 from rpp.act.executor import Executor
-from rpp.clock import Clock
-from rpp.controller import ControllerLoop, read_shared
-from rpp.kube.api import KubeSettings
-from rpp.kube.memory import MemoryKubeApi
-from rpp.nginx_slots import wired_pods
+from rpp.adapters.clock import Clock
+from rpp.adapters.kube.api import KubeSettings
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.controller.loop import ControllerLoop, read_shared
+from rpp.controller.metrics import PoolMetrics
+from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
+from rpp.decide.nginx_slots import wired_pods
+from rpp.model.proxy_hosts import proxy_host
+from rpp.model.spec import RunPodPoolSpec
+from rpp.model.spec_load import load_pool
 from rpp.observe.prober import Prober
 from rpp.observe.prometheus import PrometheusClient, queries_from_spec
-from rpp.pool_metrics import PoolMetrics
-from rpp.reconcile import PoolReconciler, PoolResult, Shared
-from rpp.runpod.client import RunPodClient
-from rpp.runpod.proxy import proxy_host
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.cloud_model import FakePod, FakePodInfo
@@ -49,9 +50,8 @@ from rpp.sim.cloud_scenario import CloudScenario
 from rpp.sim.fake_prometheus import FakePrometheus
 from rpp.sim.in_process import InProcessTransport
 from rpp.sim.inference import FakeInferencePod
+from rpp.sim.kube_memory import MemoryKubeApi
 from rpp.sim.proxy import ProxyApp
-from rpp.spec import RunPodPoolSpec
-from rpp.spec_load import load_pool
 
 log = logging.getLogger("rpp.sim")
 

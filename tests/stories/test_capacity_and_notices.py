@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from rpp.model.status import PoolStatus
 from rpp.sim.faults import NoCapacity
-from rpp.status import PoolStatus
 from tests.stories.test_replacement import healthy_pool, ready_pods
 from tests.stories.world_kit import DATACENTERS, GPU, Story, pool_manifest, story
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from rpp import reconcile
+from rpp.controller import reconcile
 from rpp.decide.pool import Decision, decide
-from rpp.effects import RecordEvent
-from rpp.spec import RunPodPoolSpec
+from rpp.model.effects import RecordEvent
+from rpp.model.spec import RunPodPoolSpec
 from tests.stories.test_replacement import healthy_pool, ready_pods
 from tests.stories.world_kit import Story, pool_manifest, story
 

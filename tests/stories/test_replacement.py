@@ -6,7 +6,7 @@ controller did, in which order, and what status says about it.
 
 from __future__ import annotations
 
-from rpp.status import PoolStatus
+from rpp.model.status import PoolStatus
 from tests.stories.prom_stub import PromStub
 from tests.stories.world_kit import Story, pool_manifest, story
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rpp.model.status import PoolStatus
 from rpp.sim.cloud_model import FakePodInfo
 from rpp.sim.faults import Refuse
-from rpp.status import PoolStatus
 from tests.stories.world_kit import Story, pool_manifest, story
 
 OLD = "ghcr.io/example/inference:1.4.2"

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import yaml
 
-from rpp.reconcile import PoolResult
+from rpp.controller.reconcile import PoolResult
+from rpp.model.status import PoolStatus
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from rpp.status import PoolStatus
 
 ROOT = Path(__file__).parents[2]
 T = TypeVar("T")
@@ -127,7 +127,7 @@ class Story:
         return PoolStatus.from_storage(obj.get("status") or {})
 
     def wired(self) -> dict[int, str]:
-        from rpp.nginx_slots import wired_pods
+        from rpp.decide.nginx_slots import wired_pods
 
         stored = self.world.kube.config_map("inference-nginx-slots")
         return wired_pods(stored.data if stored else None)

@@ -1,0 +1,116 @@
+"""One Kubernetes API request and what its failure means, in the words of an RBAC rule.
+
+`rpp.adapters.kube.real` sends every request through `send`: it awaits the official client's raw
+response, returns the object the server answered with, and turns an HTTP failure into the
+typed errors of `rpp.adapters.kube.api`. The message names the verb and resource (so a 403 reads
+as the missing RBAC rule) and carries at most the server's one-line Status message: never response
+headers, never bodies, never the client's exception with its dump of both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from rpp.adapters.kube.api import (
+    AlreadyExists,
+    Conflict,
+    Forbidden,
+    KubeError,
+    NotFound,
+    describe_target,
+)
+
+
+@dataclass(frozen=True)
+class Op:
+    """Which call this is: the RBAC verb, the resource (with subresource) and the object."""
+
+    verb: str
+    resource: str
+    name: str | None
+    namespace: str
+    missing_hint: str = ""
+    """Said on a 404, e.g. that the CRD is not installed when even a list is not found."""
+
+
+async def send(
+    op: Op, request: Awaitable[Any], *, host: str, resource_version: str | None = None
+) -> dict[str, Any]:
+    """Await one `*_without_preload_content` call; the decoded answer or a typed error."""
+    try:
+        response = await request
+        body = await response.read()
+    except (aiohttp.ClientError, TimeoutError, OSError) as error:
+        raise unreachable(op, host=host, error=error) from None
+    status = int(response.status)
+    if status >= 300:
+        server = _status_of(body)
+        raise error_for(
+            op,
+            status=status,
+            message=str(server.get("message", "")),
+            reason=str(server.get("reason", "")),
+            resource_version=resource_version,
+        )
+    decoded: dict[str, Any] = json.loads(body)
+    return decoded
+
+
+def error_for(
+    op: Op,
+    *,
+    status: int,
+    message: str,
+    reason: str = "",
+    resource_version: str | None = None,
+) -> KubeError:
+    """The typed error for an HTTP failure of `op`."""
+    verb, resource, name, namespace = op.verb, op.resource, op.name, op.namespace
+    if status == 403:
+        return Forbidden(verb, resource, name, namespace=namespace)
+    if status == 404:
+        return NotFound(verb, resource, name, namespace=namespace, hint=op.missing_hint)
+    # A 409 on create means the name is taken; on update, that the object moved on.
+    if status == 409 and (reason == "AlreadyExists" or verb == "create"):
+        return AlreadyExists(verb, resource, name, namespace=namespace)
+    if status == 409:
+        return Conflict(
+            verb, resource, name, namespace=namespace, resource_version=resource_version
+        )
+    target = describe_target(resource, name, namespace)
+    if status == 401:
+        text = (
+            f"unauthorized: cannot {verb} {target}: the API server rejected the controller's "
+            "credentials; check its ServiceAccount token or kubeconfig"
+        )
+    else:
+        detail = " ".join(message.split())[:300]
+        text = f"kubernetes API error: cannot {verb} {target}: HTTP {status}: {detail}"
+    return KubeError(verb, resource, name, namespace=namespace, message=text, status=status)
+
+
+def unreachable(op: Op, *, host: str, error: BaseException) -> KubeError:
+    """The error for a request that got no HTTP answer at all."""
+    target = describe_target(op.resource, op.name, op.namespace)
+    kind = "timed out" if isinstance(error, TimeoutError) else type(error).__name__
+    return KubeError(
+        op.verb,
+        op.resource,
+        op.name,
+        namespace=op.namespace,
+        message=f"cannot reach the Kubernetes API at {host} to {op.verb} {target}: {kind}",
+    )
+
+
+def _status_of(body: bytes) -> dict[str, Any]:
+    """The `Status` object of an error response, or {} when the body is not one."""
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}

@@ -1,0 +1,384 @@
+"""The RunPod REST v2 client (async, httpx): the adapter observe and act call.
+
+One `RunPodClient` serves every pool that shares an API key: observe calls
+`list_pods()` and `host_notices()` once per loop, act calls create/update/delete. It
+speaks REST v2 under `/v2` and GraphQL at `/graphql` on one base URL, and takes an
+optional httpx transport so tests and the simulator run this very code against the
+fake cloud in-process, with no sockets. It reads no environment variables and no clock:
+retry deadlines run on the event loop's clock, which the simulator's loop advances.
+
+RETRIES: reads, updates and deletes are retried by tenacity on 429, 5xx, timeouts and
+connection errors, with jittered exponential backoff inside one deadline: no attempt
+starts and no wait ends past it, so a call takes at most the deadline plus one
+attempt's connect+read timeout. A 429
+waits at least its Retry-After, and never past the deadline (then the 429 is raised).
+A `RateLimit` header reporting an exhausted window makes the next call wait for its
+reset the same way. A create is NEVER retried blindly: RunPod can answer 5xx or time
+out after making the pod, so those end in `Unknown` and the next list finds the pod by
+its unique name. Only a 429 or a connection that was never opened is safe to resend.
+
+SECRETS: the key travels only in the Authorization header of the httpx client. It is
+never in a URL, a log line, an exception text or a metric, and RunPod's error bodies
+are scrubbed of it before they become error texts. Pod env (which carries secrets)
+is never quoted in an error either: a body that does not parse is described, not shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+from prometheus_client import CollectorRegistry
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+from tenacity.wait import wait_random_exponential
+
+from rpp import __version__
+from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod.catalog import (
+    DataCenterInfo,
+    GpuCatalog,
+    datacenters_from_json,
+    gpu_catalog_from_json,
+)
+from rpp.adapters.runpod.metrics import ApiCallMetrics
+from rpp.adapters.runpod.notices import NOTICES_QUERY, notices_from_graphql
+from rpp.adapters.runpod.retrying import (
+    BackoffHonouringRetryAfter,
+    StopAtDeadline,
+    is_safe_to_resend,
+    is_transient,
+    may_have_acted,
+)
+from rpp.adapters.runpod.wire import (
+    PodRequest,
+    WireError,
+    pod_from_json,
+    pods_from_list,
+    update_body,
+)
+from rpp.model.observations import HostNotice, RunPodPod
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.runpod.io"
+USER_AGENT = f"runpod-pool-controller/{__version__} (python-httpx/{httpx.__version__})"
+
+T = TypeVar("T")
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return json.loads(response.content)
+    except ValueError as exc:
+        # Never quote the body: pod JSON carries env, and env carries secrets.
+        raise WireError(f"answer is not JSON (error at char {getattr(exc, 'pos', '?')})") from None
+
+
+class RunPodClient:
+    """Async client for RunPod REST v2 and the one GraphQL notice query."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        base_url: str = DEFAULT_BASE_URL,
+        transport: httpx.AsyncBaseTransport | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 15.0,
+        retry_deadline: float = 25.0,
+        backoff_initial: float = 0.5,
+        backoff_max: float = 8.0,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        if not api_key or not api_key.strip():
+            raise ValueError("the RunPod API key is empty; pass the key from the pool's Secret")
+        if not base_url.startswith(("https://", "http://")):
+            raise ValueError(f"RunPod base URL {base_url!r} must start with https:// or http://")
+        if min(connect_timeout, read_timeout, retry_deadline) <= 0:
+            raise ValueError("RunPod timeouts and the retry deadline must be positive seconds")
+        self.base_url = base_url.rstrip("/")
+        self._secret = api_key.encode()
+        self._attempt_timeout = connect_timeout + read_timeout
+        self._retry_deadline = retry_deadline
+        self._backoff = wait_random_exponential(multiplier=backoff_initial, max=backoff_max)
+        self._metrics = ApiCallMetrics(registry)
+        self._quiet_until = 0.0  # loop time before which RunPod asked us not to call
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            transport=transport,
+            timeout=httpx.Timeout(
+                connect=connect_timeout,
+                read=read_timeout,
+                write=read_timeout,
+                pool=connect_timeout,
+            ),
+            headers={
+                "Authorization": f"Bearer {api_key}",
+                "User-Agent": USER_AGENT,
+                "Accept": "application/json",
+            },
+            follow_redirects=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"RunPodClient(base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> RunPodClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # ---- operations -------------------------------------------------------------------
+
+    async def list_pods(self) -> list[RunPodPod]:
+        """Every pod of the account; the caller filters a pool's by name or spec.adopt."""
+        return await self._call("listPods", "GET", "/v2/pods", lambda r: pods_from_list(_json(r)))
+
+    async def get_pod(self, pod_id: str) -> RunPodPod:
+        """One pod, re-read right before an update or delete (ownership check)."""
+        return await self._call(
+            "getPod", "GET", _pod_path(pod_id), lambda r: pod_from_json(_json(r))
+        )
+
+    async def create_pod(
+        self, request: PodRequest, *, gpu_type: str, datacenter: str, cloud: str
+    ) -> RunPodPod:
+        """Create one pod on one (GPU type, datacenter, cloud). Never retried blindly.
+
+        Raises `Unknown` when RunPod may have made the pod anyway (timeout, 5xx, a
+        dropped connection, a 2xx whose body is not a pod).
+        """
+        body = request.create_body(gpu_type=gpu_type, datacenter=datacenter, cloud=cloud)
+        return await self._call(
+            "createPod",
+            "POST",
+            "/v2/pods",
+            lambda r: pod_from_json(_json(r)),
+            json_body=body,
+            idempotent=False,
+        )
+
+    async def update_pod(self, pod_id: str, *, image: str, env: Mapping[str, str]) -> RunPodPod:
+        """Switch a pod's image in place. `env` must be the COMPLETE env: it replaces."""
+        return await self._call(
+            "updatePod",
+            "PATCH",
+            _pod_path(pod_id),
+            lambda r: pod_from_json(_json(r)),
+            json_body=update_body(image=image, env=env),
+        )
+
+    async def delete_pod(self, pod_id: str) -> bool:
+        """Terminate a pod. True if deleted now, False if it was already gone."""
+        try:
+            await self._call("deletePod", "DELETE", _pod_path(pod_id), lambda r: None)
+        except oc.NotFound:
+            return False
+        return True
+
+    async def gpu_catalog(self, *, cloud: str, gpu_count: int = 1) -> GpuCatalog:
+        """GPU types with pod stock per datacenter for one cloud (SECURE or COMMUNITY)."""
+        params: dict[str, str | int] = {
+            "include": "AVAILABILITY",
+            "product": "POD",
+            "cloud": cloud,
+            "count": gpu_count,
+        }
+        return await self._call(
+            "listGpuTypes",
+            "GET",
+            "/v2/catalog/gpus",
+            lambda r: gpu_catalog_from_json(_json(r), cloud=cloud),
+            params=params,
+        )
+
+    async def datacenters(self) -> list[DataCenterInfo]:
+        """Datacenters with the GPU types each offers and their levels."""
+        return await self._call(
+            "listDataCenters",
+            "GET",
+            "/v2/catalog/datacenters",
+            lambda r: datacenters_from_json(_json(r)),
+            params={"include": "GPU_AVAILABILITY"},
+        )
+
+    async def host_notices(self) -> dict[str, HostNotice]:
+        """Machine note and maintenance window of every pod, from one GraphQL query."""
+        return await self._call(
+            "hostNotices",
+            "POST",
+            "/graphql",
+            lambda r: notices_from_graphql(_json(r)),
+            json_body={"query": NOTICES_QUERY},
+        )
+
+    # ---- the one request path -----------------------------------------------------------
+
+    async def _call(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        parse: Callable[[httpx.Response], T],
+        *,
+        params: Mapping[str, str | int] | None = None,
+        json_body: Any = None,
+        idempotent: bool = True,
+    ) -> T:
+        deadline = asyncio.get_running_loop().time() + self._retry_deadline
+        retrying = AsyncRetrying(
+            stop=StopAtDeadline(deadline),
+            wait=BackoffHonouringRetryAfter(self._backoff),
+            retry=retry_if_exception(is_transient if idempotent else is_safe_to_resend),
+            before_sleep=lambda state: self._log_retry(operation, state),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._attempt(
+                    operation,
+                    method,
+                    path,
+                    parse,
+                    params=params,
+                    json_body=json_body,
+                    deadline=deadline,
+                    idempotent=idempotent,
+                )
+        raise AssertionError("tenacity ends with a result or the last error")  # pragma: no cover
+
+    async def _attempt(
+        self,
+        operation: str,
+        method: str,
+        path: str,
+        parse: Callable[[httpx.Response], T],
+        *,
+        params: Mapping[str, str | int] | None,
+        json_body: Any,
+        deadline: float,
+        idempotent: bool,
+    ) -> T:
+        loop = asyncio.get_running_loop()
+        await self._wait_for_quota(operation, deadline)
+        # httpx enforces connect/read timeouts on sockets only; this bound also holds
+        # for in-process transports and for answers that trickle in byte by byte. It is
+        # not clipped to the retry deadline: a last attempt cut short would report a
+        # timeout that never happened instead of RunPod's real answer.
+        limit = self._attempt_timeout
+        started = loop.time()
+        status: int | None = None
+        try:
+            try:
+                async with asyncio.timeout(limit):
+                    response = await self._http.request(
+                        method, path, params=params, json=json_body
+                    )
+            except TimeoutError:
+                detail = f"no answer within {limit:g}s"
+                raise oc.Timeout(operation=operation, detail=detail) from None
+            except (httpx.ConnectTimeout, httpx.PoolTimeout):
+                raise oc.ConnectionFailed(
+                    operation=operation, detail="could not connect to RunPod in time", sent=False
+                ) from None
+            except httpx.TimeoutException as exc:
+                raise oc.Timeout(operation=operation, detail=type(exc).__name__) from None
+            except httpx.ConnectError as exc:
+                raise oc.ConnectionFailed(
+                    operation=operation, detail=self._scrub(str(exc)), sent=False
+                ) from None
+            except httpx.TransportError as exc:
+                raise oc.ConnectionFailed(
+                    operation=operation,
+                    detail=f"{type(exc).__name__}: {self._scrub(str(exc))}",
+                    sent=True,
+                ) from None
+            status = response.status_code
+            self._note_rate_limit(response, loop.time())
+            if not 200 <= status < 300:
+                raise oc.error_for_response(
+                    operation=operation,
+                    status=status,
+                    body=response.content.replace(self._secret, b"[redacted]"),
+                    headers=response.headers,
+                )
+            try:
+                result = parse(response)
+            except WireError as exc:
+                raise oc.BadResponse(
+                    operation=operation, status=status, detail=self._scrub(str(exc))
+                ) from None
+        except oc.RunPodError as error:
+            if not idempotent and not is_safe_to_resend(error) and may_have_acted(error):
+                error = oc.Unknown(operation=operation, cause=error)
+            self._record(operation, error.outcome, status, loop.time() - started, path)
+            raise error from None
+        self._record(operation, oc.Outcome.OK, status, loop.time() - started, path)
+        return result
+
+    async def _wait_for_quota(self, operation: str, deadline: float) -> None:
+        """Honour RunPod's rate limit before sending: wait, or fail if past the deadline."""
+        loop = asyncio.get_running_loop()
+        wait = self._quiet_until - loop.time()
+        if wait <= 0:
+            return
+        if loop.time() + wait >= deadline:
+            # Not a call to RunPod, so not counted; the error says how long to wait.
+            raise oc.RateLimited(
+                operation=operation,
+                detail="RunPod's rate-limit window is used up; not calling before it resets",
+                retry_after=wait,
+            )
+        log.info("RunPod %s: waiting %.1fs for the rate-limit window to reset", operation, wait)
+        await asyncio.sleep(wait)
+
+    def _note_rate_limit(self, response: httpx.Response, now: float) -> None:
+        resume = 0.0
+        if response.status_code == 429:
+            resume = oc.parse_retry_after(response.headers.get("retry-after")) or 0.0
+        for remaining, reset in oc.parse_rate_limit(response.headers.get("ratelimit")).values():
+            if remaining <= 0:
+                resume = max(resume, reset)
+        if resume > 0:
+            self._quiet_until = max(self._quiet_until, now + resume)
+
+    def _record(
+        self, operation: str, outcome: oc.Outcome, status: int | None, took: float, path: str
+    ) -> None:
+        self._metrics.record(operation, outcome)
+        log.debug(
+            "RunPod %s %s -> %s (HTTP %s) in %.3fs",
+            operation,
+            path,
+            outcome.value,
+            status if status is not None else "-",
+            took,
+        )
+
+    def _log_retry(self, operation: str, state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "RunPod %s attempt %d failed (%s); retrying in %.2fs",
+            operation,
+            state.attempt_number,
+            error,
+            state.upcoming_sleep,
+        )
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret.decode(), "[redacted]")
+
+
+def _pod_path(pod_id: str) -> str:
+    if not pod_id:
+        raise ValueError("a pod id is required")
+    return "/v2/pods/" + quote(pod_id, safe="")

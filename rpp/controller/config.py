@@ -1,0 +1,242 @@
+"""The controller process's configuration, read once from the environment by `rpp run`.
+
+Where it sits: before observe -> decide -> act. `rpp run` calls `load_config(os.environ)`
+and hands the values to the adapters it builds (RunPod client, prober, Prometheus
+client, Kubernetes adapter) and to the loop. Nothing else reads the environment.
+
+Every bad value stops the process with one line that names the variable, says what is
+wrong and what to set instead (`ConfigError`), never a traceback. Secrets never appear
+in those lines nor in `Config`'s repr: RUNPOD_API_KEY is not echoed, and credentials in
+PROMETHEUS_URL are cut from every message.
+
+| variable | default | meaning |
+|---|---|---|
+| RUNPOD_API_KEY | required | the RunPod API key (an All key to act, Read Only to observe) |
+| NAMESPACE | the controller's own | where its RunPodPools live |
+| CRD_GROUP | runpodpool.ownego.com | the RunPodPool API group |
+| PROMETHEUS_URL | none | latency and error-rate rules and autoscaling read it |
+| RECONCILE_INTERVAL | 30 | seconds between loops (or a duration: 45s, 2m) |
+| LISTEN_ADDRESS | 0.0.0.0:8080 | /healthz, /metrics and /sd/<pool> |
+| LOG_LEVEL | INFO | DEBUG, INFO, WARNING, ERROR |
+| LOG_FORMAT | text | text, or json (one object per line) |
+| RUNPOD_API_URL | https://api.runpod.io | REST under /v2, GraphQL at /graphql |
+| RUNPOD_PROXY_URL | each pod's proxy host | where probes and nginx slots send pod traffic |
+| POD_NAME | the host name | this replica's name in the leader Lease |
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import httpx
+
+from rpp.adapters.kube.api import DEFAULT_CRD_GROUP
+from rpp.model.durations import DurationError, parse_duration
+from rpp.observe.prober import proxy_url, url_pattern_from
+
+DEFAULT_API_URL = "https://api.runpod.io"
+DEFAULT_LISTEN = "0.0.0.0:8080"
+DEFAULT_INTERVAL_S = 30.0
+MIN_INTERVAL_S = 1.0
+MAX_INTERVAL_S = 3600.0
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LogFormat = Literal["text", "json"]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
+
+
+class ConfigError(ValueError):
+    """One bad environment variable; the message is one line, starting with its name."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    """Everything `rpp run` reads from the environment, validated."""
+
+    runpod_api_key: str = field(repr=False)
+    namespace: str | None
+    """None: the controller's own namespace, found when it connects to the cluster."""
+    crd_group: str = DEFAULT_CRD_GROUP
+    prometheus_url: str | None = field(default=None, repr=False)
+    reconcile_interval: float = DEFAULT_INTERVAL_S
+    listen_host: str = "0.0.0.0"
+    listen_port: int = 8080
+    log_level: str = "INFO"
+    log_format: LogFormat = "text"
+    runpod_api_url: str = DEFAULT_API_URL
+    proxy_pattern: str = "https://{pod_id}-{port}.proxy.runpod.net"
+    """RUNPOD_PROXY_URL as the prober's and the slots' URL pattern."""
+    pod_name: str | None = None
+
+    @property
+    def prometheus_display(self) -> str:
+        """PROMETHEUS_URL without user:password, for the start-up log line."""
+        return (
+            "(none)" if self.prometheus_url is None else _without_credentials(self.prometheus_url)
+        )
+
+
+def load_config(environ: Mapping[str, str]) -> Config:
+    """Read and check every variable; the first bad one raises `ConfigError`."""
+
+    def get(name: str) -> str | None:
+        value = environ.get(name)
+        return value.strip() if value is not None and value.strip() else None
+
+    host, port = _listen(get("LISTEN_ADDRESS") or DEFAULT_LISTEN)
+    return Config(
+        runpod_api_key=_api_key(environ.get("RUNPOD_API_KEY")),
+        namespace=_namespace(get("NAMESPACE")),
+        crd_group=_crd_group(get("CRD_GROUP") or DEFAULT_CRD_GROUP),
+        prometheus_url=_prometheus(get("PROMETHEUS_URL")),
+        reconcile_interval=_interval(get("RECONCILE_INTERVAL")),
+        listen_host=host,
+        listen_port=port,
+        log_level=_log_level(get("LOG_LEVEL") or "INFO"),
+        log_format=_log_format(get("LOG_FORMAT") or "text"),
+        runpod_api_url=_api_url(get("RUNPOD_API_URL") or DEFAULT_API_URL),
+        proxy_pattern=_proxy(get("RUNPOD_PROXY_URL")),
+        pod_name=get("POD_NAME") or get("HOSTNAME"),
+    )
+
+
+def _api_key(value: str | None) -> str:
+    if value is None or not value.strip():
+        raise ConfigError(
+            "RUNPOD_API_KEY: not set; put the key in the controller's Secret "
+            "(kubectl create secret generic runpod-pool-controller "
+            "--from-literal=RUNPOD_API_KEY=<key>)"
+        )
+    key = value.strip()
+    if any(ch.isspace() for ch in key) or not key.isprintable():
+        # Never echo the key: say only what is wrong with it.
+        raise ConfigError(
+            "RUNPOD_API_KEY: contains whitespace or control characters; paste the key alone"
+        )
+    return key
+
+
+def _namespace(value: str | None) -> str | None:
+    if value is not None and not _DNS_LABEL.match(value):
+        raise ConfigError(
+            f"NAMESPACE: {value!r} is not a namespace name (lowercase letters, digits and "
+            "'-', at most 63); unset it to use the controller's own namespace"
+        )
+    return value
+
+
+def _crd_group(value: str) -> str:
+    if not _DNS_SUBDOMAIN.match(value):
+        raise ConfigError(
+            f"CRD_GROUP: {value!r} is not an API group (a DNS name such as "
+            f"{DEFAULT_CRD_GROUP}); unset it for the default"
+        )
+    return value
+
+
+def _prometheus(value: str | None) -> str | None:
+    if value is None:
+        return None
+    shown = _without_credentials(value)
+    try:
+        url = httpx.URL(value)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        raise ConfigError(
+            f"PROMETHEUS_URL: {shown} is not a URL; set e.g. "
+            "http://prometheus-operated.monitoring.svc:9090, or unset it"
+        ) from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError(
+            f"PROMETHEUS_URL: {shown} is not an http(s) URL with a host; set e.g. "
+            "http://prometheus-operated.monitoring.svc:9090, or unset it"
+        )
+    return value.rstrip("/")
+
+
+def _interval(value: str | None) -> float:
+    if value is None:
+        return DEFAULT_INTERVAL_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = parse_duration(value)
+        except DurationError:
+            raise ConfigError(
+                f"RECONCILE_INTERVAL: {value!r} is not a number of seconds; set e.g. 30 or 45s"
+            ) from None
+    if not MIN_INTERVAL_S <= seconds <= MAX_INTERVAL_S:
+        raise ConfigError(
+            f"RECONCILE_INTERVAL: {value!r} is out of range; set {MIN_INTERVAL_S:g} to "
+            f"{MAX_INTERVAL_S:g} seconds (default {DEFAULT_INTERVAL_S:g})"
+        )
+    return seconds
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port_text = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]  # [::]:8080
+    hint = "set host:port, e.g. 0.0.0.0:8080 or 127.0.0.1:9090"
+    if not sep or not host:
+        raise ConfigError(f"LISTEN_ADDRESS: {value!r} has no host:port; {hint}")
+    if not port_text.isdigit() or not 0 < int(port_text) <= 65535:
+        raise ConfigError(f"LISTEN_ADDRESS: port {port_text!r} is not 1-65535; {hint}")
+    return host, int(port_text)
+
+
+def _log_level(value: str) -> str:
+    level = value.upper()
+    if level == "WARN":
+        level = "WARNING"
+    if level not in LOG_LEVELS:
+        raise ConfigError(f"LOG_LEVEL: {value!r} is not one of {', '.join(LOG_LEVELS)}")
+    return level
+
+
+def _log_format(value: str) -> LogFormat:
+    lowered = value.lower()
+    if lowered == "text":
+        return "text"
+    if lowered == "json":
+        return "json"
+    raise ConfigError(f"LOG_FORMAT: {value!r} is not text or json")
+
+
+def _api_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"RUNPOD_API_URL: {value!r} is not an http(s) URL; set e.g. "
+            f"{DEFAULT_API_URL} (or the URL of `rpp fake-runpod`)"
+        )
+    base = value.rstrip("/")
+    if base.endswith(("/v2", "/graphql")):
+        raise ConfigError(
+            f"RUNPOD_API_URL: {value!r} names an API path; give the base URL only "
+            f"(e.g. {DEFAULT_API_URL}): REST is under /v2 and GraphQL at /graphql"
+        )
+    return base
+
+
+def _proxy(value: str | None) -> str:
+    try:
+        pattern = url_pattern_from(value)
+        proxy_url(pattern, pod_id="x", port=80)  # placeholders other than {pod_id}/{port}
+        return pattern
+    except ValueError:
+        raise ConfigError(
+            f"RUNPOD_PROXY_URL: {value!r} is not an http(s) URL or URL pattern; set e.g. "
+            "http://127.0.0.1:9000 (the URL of `rpp fake-runpod`), or unset it to use "
+            "RunPod's proxy"
+        ) from None
+
+
+def _without_credentials(url: str) -> str:
+    try:
+        return str(httpx.URL(url).copy_with(username=None, password=None))
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "(an invalid URL)"

@@ -1,0 +1,85 @@
+"""The runpod_pool_* metrics of each pool, set after every reconcile.
+
+Where it sits: beside act. The reconciler reports each pool's written status here
+(members by phase, ready, desired, cost, conditions), counts actions by outcome and
+times the loop; the controller's /metrics serves the registry with prometheus_client.
+Names, labels and help come from rpp/model/metric_names.py, which the alert rules and the
+dashboard are checked against.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from rpp.decide.conditions import ALL_CONDITIONS
+from rpp.model import metric_names as names
+from rpp.model.members import PHASES
+from rpp.model.results import Outcome
+from rpp.model.status import PoolStatus
+
+
+class PoolMetrics:
+    """One set of runpod_pool_* metrics in one registry (the process's, or a test's)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def spec(name: str) -> tuple[str, str, tuple[str, ...]]:
+            s = names.BY_NAME[name]
+            return s.name, s.help, s.labels
+
+        def gauge(name: str) -> Gauge:
+            n, h, labels = spec(name)
+            return Gauge(n, h, labels, registry=registry)
+
+        self.members = gauge(names.MEMBERS)
+        self.ready = gauge(names.READY)
+        self.desired = gauge(names.DESIRED)
+        self.desired_min = gauge(names.DESIRED_MIN)
+        self.cost = gauge(names.COST_PER_HOUR)
+        self.condition = gauge(names.CONDITION)
+        self.leader = gauge(names.LEADER)
+        n, h, labels = spec(names.ACTIONS_TOTAL)
+        self.actions = Counter(n.removesuffix("_total"), h, labels, registry=registry)
+        n, h, labels = spec(names.RECONCILE_SECONDS)
+        self.reconcile_seconds = Histogram(
+            n,
+            h,
+            labels,
+            registry=registry,
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+
+    def report(self, pool: str, status: PoolStatus, *, desired_min: int) -> None:
+        for phase in PHASES:
+            if phase == "Gone":
+                continue
+            count = sum(1 for m in status.members if m.phase == phase)
+            self.members.labels(pool=pool, phase=phase).set(count)
+        self.ready.labels(pool=pool).set(status.ready)
+        self.desired.labels(pool=pool).set(status.desired)
+        self.desired_min.labels(pool=pool).set(desired_min)
+        self.cost.labels(pool=pool).set(status.cost_per_hour)
+        raised = {c.type for c in status.conditions if c.status == "True"}
+        for cond in ALL_CONDITIONS:
+            self.condition.labels(pool=pool, type=cond).set(1 if cond in raised else 0)
+
+    def count(self, pool: str, outcomes: Iterable[Outcome]) -> None:
+        for outcome in outcomes:
+            action = outcome.effect.action
+            if action == "event":
+                continue
+            self.actions.labels(pool=pool, action=action, outcome=outcome.result).inc()
+
+    def forget(self, pool: str) -> None:
+        """Drop a deleted pool's series, so dashboards do not show it forever."""
+        for metric in (self.ready, self.desired, self.desired_min, self.cost):
+            with contextlib.suppress(KeyError):
+                metric.remove(pool)
+        for phase in PHASES:
+            with contextlib.suppress(KeyError):
+                self.members.remove(pool, phase)
+        for cond in ALL_CONDITIONS:
+            with contextlib.suppress(KeyError):
+                self.condition.remove(pool, cond)

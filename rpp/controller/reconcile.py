@@ -1,0 +1,363 @@
+"""One reconcile of one pool: observe -> decide -> act -> fold -> write status.
+
+Where it sits: the controller loop (rpp/controller/loop.py, and the simulator) calls
+`PoolReconciler.reconcile` for every pool each loop, with the RunPod listing and the
+machine notices read once for all pools (`Shared`). Everything that does I/O for one
+pool is here or in the adapters it calls; every decision is in rpp/decide/.
+
+The status write is conflict-safe and never blind. On 409 the pool is read again:
+- if nothing was carried out this loop (DryRun, Observe, or no action), the loop is
+  decided again on the fresh object and written again;
+- if effects were carried out, they are facts now: the new status is written over the
+  fresh resourceVersion only when the fresh status is still the one this loop started
+  from (the conflict came from a spec change); if someone else wrote the status, this
+  loop's status is not forced over it, and the failure is logged.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rpp.act.executor import Executor
+from rpp.adapters.clock import Clock
+from rpp.adapters.kube.api import Conflict, KubeApi, KubeError
+from rpp.controller.metrics import PoolMetrics
+from rpp.decide import fold
+from rpp.decide.conditions import Cond, Conditions
+from rpp.decide.ownership import owned_pods
+from rpp.decide.pool import Decision, decide
+from rpp.model.codec import StatusFormatError
+from rpp.model.observations import (
+    HostNotice,
+    PoolObservation,
+    PrometheusReading,
+    RunPodPod,
+    SecretState,
+)
+from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
+from rpp.model.results import Outcome
+from rpp.model.spec import API_GROUP, Mode, RunPodPoolSpec
+from rpp.model.spec_load import Pool, load_pool
+from rpp.model.status import PoolStatus
+from rpp.observe.prober import Prober, ProbeTarget, probe_settings_from_spec
+from rpp.observe.prometheus import PrometheusClient, queries_from_spec
+
+log = logging.getLogger("rpp.controller.reconcile")
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What one loop read once for every pool: the RunPod listing and machine notices."""
+
+    pods: tuple[RunPodPod, ...] | None
+    runpod_error: str | None = None
+    notices: Mapping[str, HostNotice] | None = None
+    notices_error: str | None = None
+
+
+@dataclass(frozen=True)
+class PoolResult:
+    """What one reconcile did, for the loop, the simulator and tests."""
+
+    pool: str
+    decision: Decision | None
+    outcomes: tuple[Outcome, ...]
+    status: PoolStatus | None
+    written: bool
+    error: str | None = None
+
+
+class PoolReconciler:
+    """Reconciles any pool; one per controller process, shared by every pool."""
+
+    def __init__(
+        self,
+        *,
+        kube: KubeApi,
+        executor: Executor,
+        prober: Prober,
+        prometheus: PrometheusClient,
+        clock: Clock,
+        metrics: PoolMetrics | None = None,
+        proxy_url: str = DEFAULT_PROXY_URL,
+        group: str = API_GROUP,
+    ) -> None:
+        self.kube = kube
+        self.executor = executor
+        self.prober = prober
+        self.prometheus = prometheus
+        self.clock = clock
+        self.metrics = metrics
+        self.proxy_url = proxy_url
+        self.group = group
+        # Per pool, the status this process last wrote, as stored and as parsed: the
+        # next loop reads back the same dict, and parsing it again is ~5% of a loop.
+        # Kept only when the server stored exactly what was sent, and hit only on equal
+        # content, so a status pruned by the server or written by anyone else is parsed.
+        self._written: dict[str, tuple[Mapping[str, Any], PoolStatus]] = {}
+        # Per pool, the last object loaded and its Pool: the spec rarely changes.
+        self._loaded: dict[str, tuple[tuple[Any, ...], Pool]] = {}
+
+    async def reconcile(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
+        name = str(obj.get("metadata", {}).get("name", "?"))
+        started = time.perf_counter()
+        try:
+            return await self._reconcile(obj, shared, name)
+        finally:
+            if self.metrics is not None:
+                self.metrics.reconcile_seconds.labels(pool=name).observe(
+                    time.perf_counter() - started
+                )
+
+    async def _reconcile(self, obj: Mapping[str, Any], shared: Shared, name: str) -> PoolResult:
+        now = self.clock.now()
+        generation = int(obj.get("metadata", {}).get("generation") or 0)
+        try:
+            status = self._read_status(name, obj.get("status") or {})
+        except StatusFormatError as err:
+            # Status is the only memory: guessing would risk duplicate creates.
+            log.error("pool %s: status unreadable, not acting: %s", name, err)
+            return PoolResult(name, None, (), None, False, error=f"status unreadable: {err}")
+        pool, problems = self._load(name, obj)
+        if pool is None:
+            return await self._invalid(obj, status, problems, now=now, generation=generation)
+        spec = pool.spec
+        obs, env = await self._observe(spec, status, shared, name)
+        decision = decide(
+            pool=name,
+            generation=generation,
+            spec=spec,
+            status=status,
+            obs=obs,
+            now=now,
+            proxy_url=self.proxy_url,
+        )
+        for line in decision.log:
+            log.info("pool %s: %s", name, line)
+        outcomes = await self.executor.execute(
+            pool=obj, spec=spec, effects=decision.effects, env=env, now=now
+        )
+        new_status = fold.fold(decision.status, outcomes, now=now)
+        if self.metrics is not None:
+            self.metrics.count(name, outcomes)
+            self.metrics.report(name, new_status, desired_min=spec.replicas.min)
+        acted = any(o.result not in ("planned",) and o.effect.action != "event" for o in outcomes)
+        written = await self._write(obj, status, new_status, acted=acted, shared=shared)
+        return PoolResult(name, decision, tuple(outcomes), new_status, written)
+
+    def _read_status(self, name: str, stored: Mapping[str, Any]) -> PoolStatus:
+        written = self._written.get(name)
+        if written is not None and written[0] == stored:
+            return written[1]  # from_storage(for_storage(s)) == s: the round trip is exact
+        return PoolStatus.from_storage(stored)
+
+    def _load(self, name: str, obj: Mapping[str, Any]) -> tuple[Pool | None, list[Any]]:
+        meta = obj.get("metadata") or {}
+        key = (
+            tuple(obj.keys()),
+            obj.get("apiVersion"),
+            obj.get("kind"),
+            meta.get("name"),
+            meta.get("namespace"),
+            meta.get("generation"),
+            obj.get("spec"),
+        )
+        loaded = self._loaded.get(name)
+        if loaded is not None and loaded[0] == key:
+            return loaded[1], []
+        pool, problems = load_pool(obj, group=self.group)
+        if pool is None:
+            self._loaded.pop(name, None)
+        else:
+            self._loaded[name] = (copy.deepcopy(key), pool)
+        return pool, problems
+
+    async def _observe(
+        self, spec: RunPodPoolSpec, status: PoolStatus, shared: Shared, name: str
+    ) -> tuple[PoolObservation, Mapping[str, str]]:
+        slots: Mapping[str, str] | None = None
+        slots_error = None
+        try:
+            stored = await self.kube.read_config_map(spec.nginx.slots_config_map)
+            slots = None if stored is None else dict(stored.data)
+        except KubeError as err:
+            slots_error = str(err)
+        secret, env, token = await self._secret(spec)
+        pod_ids = {m.pod_id for m in status.members}
+        if shared.pods is not None:
+            pod_ids |= {p.id for p in owned_pods(spec, shared.pods)}
+        # Restart detection reads the process start only for pods in an update.
+        updating = {m.pod_id for m in status.members if m.update is not None}
+        settings = probe_settings_from_spec(spec)
+        probes = await self.prober.probe(
+            ProbeTarget(
+                pod_id=pod_id,
+                settings=settings,
+                metrics_token=token,
+                read_process_start=pod_id in updating,
+            )
+            for pod_id in sorted(pod_ids)
+        )
+        try:
+            reading = await self.prometheus.read(queries_from_spec(spec), pool=name)
+        except Exception as err:  # a bug in a query path must not stop the pool
+            log.exception("pool %s: Prometheus read failed", name)
+            reading = PrometheusReading(available=False, problems=(f"query failed: {err}",))
+        obs = PoolObservation(
+            pods=shared.pods,
+            runpod_error=shared.runpod_error,
+            notices=shared.notices,
+            notices_error=shared.notices_error,
+            probes=probes,
+            prometheus=reading,
+            slots=slots,
+            slots_error=slots_error,
+            secret=secret,
+        )
+        return obs, env
+
+    async def _secret(
+        self, spec: RunPodPoolSpec
+    ) -> tuple[SecretState, Mapping[str, str], str | None]:
+        if not spec.env_from_secret:
+            return SecretState(configured=False), {}, None
+        name = spec.env_from_secret
+        try:
+            data = await self.kube.read_secret(name)
+        except KubeError as err:
+            return SecretState(configured=True, problem=str(err)), {}, None
+        if data is None:
+            return (
+                SecretState(
+                    configured=True,
+                    problem=f"the env Secret {name} (envFromSecret) does not exist: create it",
+                ),
+                {},
+                None,
+            )
+        token = None
+        if spec.metrics_token_key:
+            token = data.get(spec.metrics_token_key)
+            if not token:
+                problem = (
+                    f"the env Secret {name} has no key {spec.metrics_token_key} "
+                    "(metricsTokenKey): add the metrics token to it"
+                )
+                return SecretState(configured=True, problem=problem), dict(data), None
+        return SecretState(configured=True), dict(data), token
+
+    async def _invalid(
+        self,
+        obj: Mapping[str, Any],
+        status: PoolStatus,
+        problems: list[Any],
+        *,
+        now: dt.datetime,
+        generation: int,
+    ) -> PoolResult:
+        name = str(obj["metadata"]["name"])
+        conds = Conditions(status, now=now, generation=generation)
+        listing = "; ".join(str(p) for p in problems)
+        conds.set(
+            Cond.INVALID_SPEC,
+            true=True,
+            reason="ValidationFailed",
+            message=f"the spec has {len(problems)} problem(s), nothing is done until they are "
+            f"fixed: {listing}",
+        )
+        new_status = conds.status.replace(observed_generation=generation)
+        log.warning("pool %s: invalid spec: %s", name, listing)
+        for event in conds.events():
+            recorded = await self.executor.record(obj, event, now)
+            if not recorded.ok:
+                log.warning("pool %s: event not recorded: %s", name, recorded.detail)
+        written = await self._write(obj, status, new_status, acted=False, shared=None)
+        return PoolResult(name, None, (), new_status, written)
+
+    async def _write(
+        self,
+        obj: Mapping[str, Any],
+        before: PoolStatus,
+        after: PoolStatus,
+        *,
+        acted: bool,
+        shared: Shared | None,
+    ) -> bool:
+        name = str(obj["metadata"]["name"])
+        version = str(obj["metadata"].get("resourceVersion", ""))
+        for _ in range(3):
+            try:
+                sent = after.for_storage()
+                stored = await self.kube.replace_pool_status(
+                    name, status=sent, resource_version=version
+                )
+                kept = stored.get("status") or {}
+                if kept == sent:
+                    self._written[name] = (kept, after)
+                else:  # the API server pruned or changed it: read back what it keeps
+                    self._written.pop(name, None)
+                return True
+            except Conflict:
+                fresh = await self.kube.get_pool(name)
+                version = str(fresh["metadata"].get("resourceVersion", ""))
+                if not acted and shared is not None:
+                    retry = await self._reconcile_without_writing(fresh, shared)
+                    if retry is None:
+                        # The re-read pool wants actions this loop did not take: a status
+                        # claiming them would lie. The next loop decides and acts.
+                        log.info("pool %s: changed during the loop; the next loop acts", name)
+                        return False
+                    after = retry
+                    continue
+                try:
+                    fresh_status = PoolStatus.from_storage(fresh.get("status") or {})
+                except StatusFormatError:
+                    fresh_status = None
+                if fresh_status != before:
+                    log.error(
+                        "pool %s: status changed while this loop acted; not overwriting it "
+                        "(is a second controller acting on this namespace?)",
+                        name,
+                    )
+                    return False
+            except KubeError as err:
+                log.error("pool %s: status not written: %s", name, err)
+                return False
+        log.error("pool %s: status not written after 3 conflicts", name)
+        return False
+
+    async def _reconcile_without_writing(
+        self, fresh: Mapping[str, Any], shared: Shared
+    ) -> PoolStatus | None:
+        """Re-decide on a re-read pool when this loop carried nothing out.
+
+        The new status is written only when it needs nothing carried out (DryRun and
+        Observe plan, they never act; a Manage decision with actions returns None).
+        """
+        now = self.clock.now()
+        pool, _ = load_pool(fresh, group=self.group)
+        if pool is None:
+            return None
+        try:
+            status = PoolStatus.from_storage(fresh.get("status") or {})
+        except StatusFormatError:
+            return None
+        obs, _env = await self._observe(pool.spec, status, shared, pool.name)
+        decision = decide(
+            pool=pool.name,
+            generation=pool.generation,
+            spec=pool.spec,
+            status=status,
+            obs=obs,
+            now=now,
+            proxy_url=self.proxy_url,
+        )
+        if pool.spec.mode is Mode.MANAGE and any(e.action != "event" for e in decision.effects):
+            return None
+        return decision.status

@@ -1,1 +1,0 @@
-"""Placement: which GPU type and datacenter a new pool pod is created on."""

@@ -1,0 +1,393 @@
+"""An in-memory Kubernetes namespace behind the `KubeApi` protocol.
+
+The simulator runs the real controller against it, and fast tests use it instead of an API
+server. It keeps the guarantees the controller relies on, so code that passes here behaves the
+same against a cluster: every write bumps resourceVersion, a write over a stale one raises
+`Conflict`, generation moves only when a pool's spec changes, status is written only through
+its own call, and Events repeat by count (the same naming as `rpp.adapters.kube.real`).
+
+Like Karpenter's fake cloud provider, it records every call the controller makes
+(`calls`, as (verb, resource, name) in RBAC terms) and lets a test make the next call of a kind
+fail (`fail_next`). The methods a human or a test uses to change the cluster (`apply_pool`,
+`patch_pool_spec`, `put_config_map`, ...) are not recorded: they are not the controller's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import uuid
+from collections import defaultdict, deque
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any, NamedTuple, TypeVar
+
+from rpp.adapters.clock import Clock, to_rfc3339
+from rpp.adapters.kube import events
+from rpp.adapters.kube.api import (
+    POOL_KIND,
+    AlreadyExists,
+    Conflict,
+    EventType,
+    KubeApi,
+    KubeSettings,
+    NotFound,
+    PoolEvent,
+    SecretData,
+    StoredConfigMap,
+)
+
+_UID_NAMESPACE = uuid.UUID("6f1c2a8e-4d3b-4f7e-9a55-2b8c0d1e3f47")
+
+
+_T = TypeVar("_T")
+
+
+def _clone(obj: _T) -> _T:
+    """A deep copy of a JSON-shaped object (what the API server stores and returns).
+
+    A JSON round trip is several times faster than copy.deepcopy on these dicts, and the
+    simulator copies every pool on every get, list and write.
+    """
+    copied: _T = json.loads(json.dumps(obj))
+    return copied
+
+
+class Call(NamedTuple):
+    """One API call the controller made, in the words of an RBAC rule."""
+
+    verb: str
+    resource: str
+    name: str | None
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: maps merge recursively, null deletes, anything else replaces."""
+    if not isinstance(patch, Mapping):
+        return _clone(patch)
+    result = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+class MemoryKubeApi:
+    """One namespace of an in-memory cluster; see the module docstring."""
+
+    def __init__(self, settings: KubeSettings, *, clock: Clock) -> None:
+        self._settings = settings
+        self._clock = clock
+        self.calls: list[Call] = []
+        self._failures: defaultdict[tuple[str, str], deque[Exception]] = defaultdict(deque)
+        self._revision = 0
+        self._pools: dict[str, dict[str, Any]] = {}
+        # Each pool's JSON text at its resourceVersion: a loop reads, writes, returns and
+        # notifies the same version, and one encoding serves every copy of it.
+        self._pool_text: dict[str, tuple[str, str]] = {}
+        self._config_maps: dict[str, dict[str, Any]] = {}
+        self._secrets: dict[str, dict[str, str]] = {}
+        self._events: dict[str, dict[str, Any]] = {}
+        self._leases: dict[str, dict[str, Any]] = {}
+        self._watchers: list[asyncio.Queue[PoolEvent]] = []
+
+    def __repr__(self) -> str:
+        return f"MemoryKubeApi(namespace={self._settings.namespace!r})"
+
+    @property
+    def settings(self) -> KubeSettings:
+        return self._settings
+
+    # -- test and simulator controls (not recorded as calls) --------------------------------
+
+    def fail_next(self, verb: str, resource: str, error: Exception) -> None:
+        """Make the next `verb` on `resource` (e.g. "update", "runpodpools/status") raise."""
+        self._failures[(verb, resource)].append(error)
+
+    def apply_pool(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the pool, or replace its spec, labels and annotations (as `kubectl apply`)."""
+        meta: Mapping[str, Any] = manifest.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise ValueError("a RunPodPool manifest needs metadata.name")
+        if name not in self._pools:
+            pool: dict[str, Any] = {
+                "apiVersion": self._settings.pool_api_version,
+                "kind": POOL_KIND,
+                "metadata": self._new_metadata(name, meta, generation=True),
+                "spec": _clone(dict(manifest.get("spec") or {})),
+            }
+            self._pools[name] = pool
+            self._notify("ADDED", pool)
+            return self._copy(pool)
+        pool = self._pools[name]
+        changed_meta = {
+            key: _clone(dict(meta[key]))
+            for key in ("labels", "annotations")
+            if key in meta and meta[key] != pool["metadata"].get(key)
+        }
+        return self._change_pool(pool, dict(manifest.get("spec") or {}), changed_meta)
+
+    def patch_pool_spec(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply an RFC 7386 merge patch to a pool's spec, as a human's `kubectl patch` would."""
+        if name not in self._pools:
+            raise KeyError(f"no RunPodPool {name!r} to patch; apply it first")
+        pool = self._pools[name]
+        return self._change_pool(pool, merge_patch(pool.get("spec", {}), patch), {})
+
+    def delete_pool(self, name: str) -> None:
+        pool = self._pools.pop(name)
+        self._notify("DELETED", pool)
+        self._pool_text.pop(name, None)
+
+    def put_config_map(
+        self, name: str, data: Mapping[str, str], *, labels: Mapping[str, str] | None = None
+    ) -> StoredConfigMap:
+        """Create or overwrite a ConfigMap, as Helm or a human would."""
+        existing = self._config_maps.get(name)
+        if existing is None:
+            meta = self._new_metadata(name, {"labels": labels or {}})
+            self._config_maps[name] = {"metadata": meta, "data": dict(data)}
+        else:
+            existing["data"] = dict(data)
+            if labels is not None:
+                existing["metadata"]["labels"] = dict(labels)
+            self._bump(existing)
+        return _stored(self._config_maps[name])
+
+    def delete_config_map(self, name: str) -> None:
+        del self._config_maps[name]
+
+    def put_secret(self, name: str, data: Mapping[str, str]) -> None:
+        self._secrets[name] = dict(data)
+
+    def delete_secret(self, name: str) -> None:
+        del self._secrets[name]
+
+    def pool(self, name: str) -> dict[str, Any]:
+        """The pool as stored, for assertions."""
+        return self._copy(self._pools[name])
+
+    def config_map(self, name: str) -> StoredConfigMap | None:
+        """The ConfigMap as stored, for assertions."""
+        found = self._config_maps.get(name)
+        return _stored(found) if found is not None else None
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """Every Event, in the order first emitted, with its count."""
+        return [_clone(event) for event in self._events.values()]
+
+    # -- KubeApi ------------------------------------------------------------------------------
+
+    async def list_pools(self) -> list[dict[str, Any]]:
+        self._call("list", self._settings.plural, None)
+        return [self._copy(pool) for pool in self._pools.values()]
+
+    async def get_pool(self, name: str) -> dict[str, Any]:
+        self._call("get", self._settings.plural, name)
+        return self._copy(self._existing(self._pools, "get", self._settings.plural, name))
+
+    async def replace_pool_status(
+        self, name: str, *, status: Mapping[str, Any], resource_version: str
+    ) -> dict[str, Any]:
+        resource = f"{self._settings.plural}/status"
+        self._call("update", resource, name)
+        pool = self._existing(self._pools, "update", resource, name)
+        self._check_version(pool, "update", resource, resource_version)
+        pool["status"] = _clone(dict(status))
+        self._bump(pool)
+        self._notify("MODIFIED", pool)
+        return self._copy(pool)
+
+    async def read_config_map(self, name: str) -> StoredConfigMap | None:
+        self._call("get", "configmaps", name)
+        found = self._config_maps.get(name)
+        return _stored(found) if found is not None else None
+
+    async def create_config_map(
+        self, name: str, *, data: Mapping[str, str], labels: Mapping[str, str]
+    ) -> StoredConfigMap:
+        self._call("create", "configmaps", name)
+        if name in self._config_maps:
+            raise AlreadyExists("create", "configmaps", name, namespace=self._settings.namespace)
+        return self.put_config_map(name, data, labels=labels)
+
+    async def replace_config_map(
+        self, current: StoredConfigMap, *, data: Mapping[str, str]
+    ) -> StoredConfigMap:
+        self._call("update", "configmaps", current.name)
+        stored = self._existing(self._config_maps, "update", "configmaps", current.name)
+        self._check_version(stored, "update", "configmaps", current.resource_version)
+        stored["data"] = dict(data)
+        self._bump(stored)
+        return _stored(stored)
+
+    async def read_secret(self, name: str) -> SecretData | None:
+        self._call("get", "secrets", name)
+        found = self._secrets.get(name)
+        return SecretData(found) if found is not None else None
+
+    async def emit_event(
+        self,
+        pool: Mapping[str, Any],
+        *,
+        type_: EventType,
+        reason: str,
+        message: str,
+        now: dt.datetime,
+    ) -> None:
+        event = events.new_event(
+            pool, settings=self._settings, type_=type_, reason=reason, message=message, now=now
+        )
+        name = event["metadata"]["name"]
+        existing = self._events.get(name)
+        if existing is None:
+            self._call("create", "events", name)
+            self._events[name] = event
+        else:
+            self._call("patch", "events", name)
+            existing.update(events.repeat_patch(existing["count"] + 1, now))
+
+    async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
+        self._call("watch", self._settings.plural, None)
+        queue: asyncio.Queue[PoolEvent] = asyncio.Queue()
+        # Subscribe before the snapshot, so no change falls between the two.
+        self._watchers.append(queue)
+        try:
+            for pool in list(self._pools.values()):
+                yield PoolEvent("ADDED", self._copy(pool))
+            while True:
+                yield await queue.get()
+        finally:
+            self._watchers.remove(queue)
+
+    async def get_lease(self, name: str) -> dict[str, Any] | None:
+        self._call("get", "leases", name)
+        found = self._leases.get(name)
+        return _clone(found) if found is not None else None
+
+    async def create_lease(self, name: str, *, spec: Mapping[str, Any]) -> dict[str, Any]:
+        self._call("create", "leases", name)
+        if name in self._leases:
+            raise AlreadyExists("create", "leases", name, namespace=self._settings.namespace)
+        lease = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": self._new_metadata(name, {}),
+            "spec": _clone(dict(spec)),
+        }
+        self._leases[name] = lease
+        return _clone(lease)
+
+    async def replace_lease(
+        self, name: str, *, spec: Mapping[str, Any], resource_version: str
+    ) -> dict[str, Any]:
+        self._call("update", "leases", name)
+        lease = self._existing(self._leases, "update", "leases", name)
+        self._check_version(lease, "update", "leases", resource_version)
+        lease["spec"] = _clone(dict(spec))
+        self._bump(lease)
+        return _clone(lease)
+
+    async def close(self) -> None:
+        return None
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _call(self, verb: str, resource: str, name: str | None) -> None:
+        self.calls.append(Call(verb, resource, name))
+        failures = self._failures.get((verb, resource))
+        if failures:
+            raise failures.popleft()
+
+    def _existing(
+        self, store: dict[str, dict[str, Any]], verb: str, resource: str, name: str
+    ) -> dict[str, Any]:
+        if name not in store:
+            raise NotFound(verb, resource, name, namespace=self._settings.namespace)
+        return store[name]
+
+    def _check_version(self, obj: dict[str, Any], verb: str, resource: str, seen: str) -> None:
+        if obj["metadata"]["resourceVersion"] != seen:
+            raise Conflict(
+                verb,
+                resource,
+                obj["metadata"]["name"],
+                namespace=self._settings.namespace,
+                resource_version=seen,
+            )
+
+    def _next_revision(self) -> str:
+        self._revision += 1
+        return str(self._revision)
+
+    def _bump(self, obj: dict[str, Any]) -> None:
+        obj["metadata"]["resourceVersion"] = self._next_revision()
+
+    def _new_metadata(
+        self, name: str, given: Mapping[str, Any], *, generation: bool = False
+    ) -> dict[str, Any]:
+        namespace = self._settings.namespace
+        revision = self._next_revision()
+        meta: dict[str, Any] = {
+            "name": name,
+            "namespace": namespace,
+            # Deterministic, so a simulation replays identically; unique per incarnation.
+            "uid": str(uuid.uuid5(_UID_NAMESPACE, f"{namespace}/{name}/{revision}")),
+            "resourceVersion": revision,
+            "creationTimestamp": to_rfc3339(self._clock.now()),
+        }
+        if generation:
+            meta["generation"] = 1
+        for key in ("labels", "annotations"):
+            if given.get(key):
+                meta[key] = _clone(dict(given[key]))
+        return meta
+
+    def _change_pool(
+        self, pool: dict[str, Any], spec: dict[str, Any], meta: dict[str, Any]
+    ) -> dict[str, Any]:
+        spec_changed = spec != pool.get("spec")
+        if not spec_changed and not meta:
+            return self._copy(pool)  # a no-op apply changes nothing, as on a real server
+        if spec_changed:
+            pool["spec"] = _clone(spec)
+            pool["metadata"]["generation"] += 1
+        pool["metadata"].update(meta)
+        self._bump(pool)
+        self._notify("MODIFIED", pool)
+        return self._copy(pool)
+
+    def _copy(self, pool: dict[str, Any]) -> dict[str, Any]:
+        """A caller's own copy of a stored pool (every change bumps its resourceVersion)."""
+        meta = pool["metadata"]
+        version = str(meta["resourceVersion"])
+        cached = self._pool_text.get(meta["name"])
+        if cached is None or cached[0] != version:
+            cached = (version, json.dumps(pool))
+            self._pool_text[meta["name"]] = cached
+        copied: dict[str, Any] = json.loads(cached[1])
+        return copied
+
+    def _notify(self, type_: str, pool: dict[str, Any]) -> None:
+        for queue in self._watchers:
+            queue.put_nowait(PoolEvent(type_, self._copy(pool)))
+
+
+def _stored(config_map: Mapping[str, Any]) -> StoredConfigMap:
+    meta = config_map["metadata"]
+    return StoredConfigMap(
+        name=meta["name"],
+        data=dict(config_map.get("data") or {}),
+        resource_version=meta["resourceVersion"],
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+    )
+
+
+def _is_a_kube_api(memory: MemoryKubeApi) -> KubeApi:
+    """Never called: mypy checks here that the in-memory twin satisfies the protocol."""
+    return memory
