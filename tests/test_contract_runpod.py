@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
 from rpp.adapters.clock import ManualClock
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.sim import faults
@@ -127,18 +127,18 @@ async def drive_the_client(cloud: FakeCloud, clock: ManualClock, recorder: Recor
         ]
         for operation, fault in refusals:
             cloud.faults.next(operation, fault)
-            with pytest.raises(oc.RunPodError):
+            with pytest.raises(answers.RunPodError):
                 await refused_call(c, operation, pod.id, request)
         assert await c.delete_pod(pod.id) is True
         assert await c.delete_pod(pod.id) is False
-        with pytest.raises(oc.NotFound):
+        with pytest.raises(answers.NotFound):
             await c.get_pod(pod.id)
     async with client("ro-key") as c:
-        with pytest.raises(oc.Forbidden):
+        with pytest.raises(answers.Forbidden):
             await c.create_pod(request, gpu_type=RTX4090, datacenter="EU-RO-1", cloud="SECURE")
     cloud.accepted_key = "only-this"
     async with client("not-that") as c:
-        with pytest.raises(oc.Unauthorized):
+        with pytest.raises(answers.Unauthorized):
             await c.list_pods()
     cloud.accepted_key = None
 

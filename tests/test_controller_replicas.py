@@ -41,7 +41,7 @@ class Replica:
     def _note(self, result: PoolResult) -> None:
         now = asyncio.get_running_loop().time()
         self.reconciled.append(now)
-        if any(o.effect.action != "event" for o in result.outcomes):
+        if any(r.effect.action != "event" for r in result.results):
             self.acted.append(now)
 
     async def kill(self) -> None:

@@ -53,11 +53,11 @@ async def setup(name: str) -> tuple[FakeCloud, Executor, str, MemoryKubeApi]:
 async def test_terminate_is_refused_when_runpod_says_the_pod_is_not_the_pools() -> None:
     cloud, executor, pod_id, _ = await setup("someone-elses-pod")
     effect = TerminatePod(pod_id=pod_id, name="rpp-inference-abc", reason="drained")
-    [outcome, event] = await executor.execute(
+    [done, event] = await executor.execute(
         pool=POOL, spec=spec(), effects=[effect], env={}, now=T0
     )
-    assert outcome.result == "not-owned"
-    assert "not touched" in outcome.detail
+    assert done.result == "not-owned"
+    assert "not touched" in done.detail
     assert cloud.write_calls == []
     assert event.effect.reason == "TerminateFailed"  # type: ignore[union-attr]
 
@@ -77,10 +77,10 @@ async def test_update_sends_the_pods_env_merged_with_the_secret() -> None:
     effect = UpdatePod(
         pod_id=pod_id, name="rpp-inference-abc", image="img:2", from_image="img:1", reason="roll"
     )
-    [outcome, _] = await executor.execute(
+    [done, _] = await executor.execute(
         pool=POOL, spec=spec(), effects=[effect], env={"A": "new", "TOKEN": "t"}, now=T0
     )
-    assert outcome.result == "ok"
+    assert done.result == "ok"
     info = cloud.pods[pod_id].info
     assert info.image == "img:2"
     assert info.env == {"KEEP": "1", "A": "new", "TOKEN": "t"}
@@ -96,10 +96,10 @@ async def test_dry_run_and_observe_never_call_runpod_or_write_slots() -> None:
             TerminatePod(pod_id=pod_id, name="rpp-inference-abc", reason="drained"),
             WriteSlots(slots=(), data=(("upstream.conf", "x"),)),
         ]
-        outcomes = await executor.execute(
+        results = await executor.execute(
             pool=POOL, spec=mode_spec, effects=effects, env={}, now=T0
         )
         assert cloud.write_calls == []
         assert cloud.calls == []
         assert kube.config_map("inference-nginx-slots") is None
-        assert [o.result for o in outcomes] == expected
+        assert [r.result for r in results] == expected

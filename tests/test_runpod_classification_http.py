@@ -22,7 +22,7 @@ import pytest
 from fixtures_runpod import FAST, L40S, RTX4090, FakeRunPodProcess, running_fake_runpod
 from prometheus_client import CollectorRegistry
 
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.model.proxy_hosts import proxy_host
@@ -77,7 +77,7 @@ async def test_ok_create_then_list_and_delete(fake: FakeRunPodProcess) -> None:
 
 async def test_no_capacity(fake: FakeRunPodProcess) -> None:
     async with client(fake) as c:
-        with pytest.raises(oc.NoCapacity) as caught:
+        with pytest.raises(answers.NoCapacity) as caught:
             await create(c, dc="EU-SE-1")
     assert caught.value.status == 400
     assert "no longer any instances" in caught.value.detail
@@ -85,10 +85,10 @@ async def test_no_capacity(fake: FakeRunPodProcess) -> None:
 
 async def test_rejected_400_rule_and_422_contract(fake: FakeRunPodProcess) -> None:
     async with client(fake) as c:
-        with pytest.raises(oc.Rejected) as rule:
+        with pytest.raises(answers.Rejected) as rule:
             await create(c, gpu="NVIDIA RTX 9999")
         fault(fake, "createPod", {"kind": "Refuse", "status": 422, "detail": "bad body"})
-        with pytest.raises(oc.Rejected) as contract:
+        with pytest.raises(answers.Rejected) as contract:
             await create(c)
     assert (rule.value.status, contract.value.status) == (400, 422)
 
@@ -96,7 +96,7 @@ async def test_rejected_400_rule_and_422_contract(fake: FakeRunPodProcess) -> No
 async def test_insufficient_balance(fake: FakeRunPodProcess) -> None:
     fake.control("POST", "balance", {"balance": 0})
     async with client(fake) as c:
-        with pytest.raises(oc.InsufficientBalance) as caught:
+        with pytest.raises(answers.InsufficientBalance) as caught:
             await create(c)
     assert caught.value.status == 402
 
@@ -104,7 +104,7 @@ async def test_insufficient_balance(fake: FakeRunPodProcess) -> None:
 async def test_unauthorized(fake: FakeRunPodProcess) -> None:
     fake.control("POST", "auth", {"acceptedKey": "the-right-key"})
     async with client(fake, key="a-wrong-key") as c:
-        with pytest.raises(oc.Unauthorized) as caught:
+        with pytest.raises(answers.Unauthorized) as caught:
             await c.list_pods()
     assert caught.value.status == 401
     assert "a-wrong-key" not in str(caught.value)
@@ -113,7 +113,7 @@ async def test_unauthorized(fake: FakeRunPodProcess) -> None:
 async def test_forbidden_names_the_operation(fake: FakeRunPodProcess) -> None:
     async with client(fake, key="ro-readonly") as c:
         assert isinstance(await c.list_pods(), list)  # reads work with a Read Only key
-        with pytest.raises(oc.Forbidden) as caught:
+        with pytest.raises(answers.Forbidden) as caught:
             await create(c)
     assert "createPod" in str(caught.value)
     assert "Read Only" in str(caught.value)
@@ -124,16 +124,16 @@ async def test_forbidden_names_the_operation(fake: FakeRunPodProcess) -> None:
 async def test_not_found_and_conflict(fake: FakeRunPodProcess) -> None:
     fault(fake, "deletePod", {"kind": "Refuse", "status": 409, "detail": "cluster pod"})
     async with client(fake) as c:
-        with pytest.raises(oc.NotFound):
+        with pytest.raises(answers.NotFound):
             await c.get_pod("nosuchpod00000")
-        with pytest.raises(oc.Conflict):
+        with pytest.raises(answers.Conflict):
             await c.delete_pod("nosuchpod00000")
 
 
 async def test_rate_limited_keeps_retry_after(fake: FakeRunPodProcess) -> None:
     fault(fake, "listPods", {"kind": "RateLimited", "retry_after": 5})
     async with client(fake, retry_deadline=1.0) as c:
-        with pytest.raises(oc.RateLimited) as caught:
+        with pytest.raises(answers.RateLimited) as caught:
             await c.list_pods()
     assert caught.value.retry_after == 5
 
@@ -141,7 +141,7 @@ async def test_rate_limited_keeps_retry_after(fake: FakeRunPodProcess) -> None:
 async def test_server_error_after_retries(fake: FakeRunPodProcess) -> None:
     fault(fake, "getPod", {"kind": "ServerError", "status": 503}, always=True)
     async with client(fake, retry_deadline=0.5) as c:
-        with pytest.raises(oc.ServerError) as caught:
+        with pytest.raises(answers.ServerError) as caught:
             await c.get_pod("whatever000000")
     assert caught.value.status == 503
     assert len(fake.control("GET", "calls")["calls"]) >= 2
@@ -150,7 +150,7 @@ async def test_server_error_after_retries(fake: FakeRunPodProcess) -> None:
 async def test_timeout(fake: FakeRunPodProcess) -> None:
     fault(fake, "listPods", {"kind": "Timeout"}, always=True)
     async with client(fake, read_timeout=0.3, connect_timeout=0.3, retry_deadline=0.8) as c:
-        with pytest.raises(oc.Timeout):
+        with pytest.raises(answers.Timeout):
             await c.list_pods()
 
 
@@ -163,9 +163,9 @@ async def test_connection_refused_is_a_connection_error_even_for_create() -> Non
         api_key="k", base_url=f"http://127.0.0.1:{port}", registry=CollectorRegistry(), **settings
     )
     async with c:
-        with pytest.raises(oc.ConnectionFailed) as read:
+        with pytest.raises(answers.ConnectionFailed) as read:
             await c.list_pods()
-        with pytest.raises(oc.ConnectionFailed) as write:
+        with pytest.raises(answers.ConnectionFailed) as write:
             await create(c)  # never sent, so certainly not made: not Unknown
     assert read.value.sent is False
     assert write.value.sent is False
@@ -174,14 +174,14 @@ async def test_connection_refused_is_a_connection_error_even_for_create() -> Non
 async def test_bad_response(fake: FakeRunPodProcess) -> None:
     fault(fake, "listPods", {"kind": "MalformedJson"})
     async with client(fake) as c:
-        with pytest.raises(oc.BadResponse):
+        with pytest.raises(answers.BadResponse):
             await c.list_pods()
 
 
 async def test_unknown_create_is_found_by_name_on_the_next_list(fake: FakeRunPodProcess) -> None:
     fault(fake, "createPod", {"kind": "CreatedButFailed", "status": 502})
     async with client(fake) as c:
-        with pytest.raises(oc.Unknown) as caught:
+        with pytest.raises(answers.Unknown) as caught:
             await create(c, gpu=L40S, dc="EU-SE-1")
         found = [p for p in await c.list_pods() if p.gpu_type == L40S]
         assert [p.name for p in found] == [REQUEST.name]

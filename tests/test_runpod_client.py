@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from rpp import __version__
 from rpp.adapters.clock import ManualClock
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.metrics import ApiCallMetrics
 from rpp.adapters.runpod.wire import PodRequest
@@ -69,7 +69,7 @@ async def test_listing_many_pods_is_one_call() -> None:
 
 async def test_get_of_unknown_pod_raises_not_found_with_runpods_detail() -> None:
     async with client_for(stocked_cloud()) as client:
-        with pytest.raises(oc.NotFound) as caught:
+        with pytest.raises(answers.NotFound) as caught:
             await client.get_pod("nosuchpod00000")
     assert caught.value.detail == "Pod nosuchpod00000 not found."
 
@@ -82,9 +82,9 @@ async def test_read_is_retried_after_503_and_429_then_succeeds_and_each_call_cou
     async with client_for(cloud, registry=registry) as client:
         assert await client.list_pods() == []
     metrics = ApiCallMetrics(registry)
-    assert metrics.value("listPods", oc.Outcome.SERVER_ERROR) == 1
-    assert metrics.value("listPods", oc.Outcome.RATE_LIMITED) == 1
-    assert metrics.value("listPods", oc.Outcome.OK) == 1
+    assert metrics.value("listPods", answers.CallOutcome.SERVER_ERROR) == 1
+    assert metrics.value("listPods", answers.CallOutcome.RATE_LIMITED) == 1
+    assert metrics.value("listPods", answers.CallOutcome.OK) == 1
 
 
 async def test_persistent_5xx_ends_at_the_deadline_with_the_last_error() -> None:
@@ -93,7 +93,7 @@ async def test_persistent_5xx_ends_at_the_deadline_with_the_last_error() -> None
     loop = asyncio.get_running_loop()
     started = loop.time()
     async with client_for(cloud, retry_deadline=0.6) as client:
-        with pytest.raises(oc.ServerError) as caught:
+        with pytest.raises(answers.ServerError) as caught:
             await client.list_pods()
     took = loop.time() - started
     assert caught.value.status == 502
@@ -118,7 +118,7 @@ async def test_429_whose_retry_after_passes_the_deadline_is_raised_without_waiti
     loop = asyncio.get_running_loop()
     started = loop.time()
     async with client_for(cloud, retry_deadline=1.0) as client:
-        with pytest.raises(oc.RateLimited) as caught:
+        with pytest.raises(answers.RateLimited) as caught:
             await client.list_pods()
     assert loop.time() - started < 0.5
     assert caught.value.retry_after == 30
@@ -130,11 +130,11 @@ async def test_exhausted_ratelimit_window_stops_calls_until_it_resets() -> None:
     registry = CollectorRegistry()
     async with client_for(cloud, registry=registry) as client:
         await client.list_pods()  # answered with RateLimit: "minute";r=0;t=60
-        with pytest.raises(oc.RateLimited) as caught:
+        with pytest.raises(answers.RateLimited) as caught:
             await client.get_pod("anything000000")
     assert len(cloud.calls) == 1  # the second call never left the client
     assert caught.value.retry_after == pytest.approx(60, abs=1)
-    assert ApiCallMetrics(registry).value("getPod", oc.Outcome.RATE_LIMITED) == 0
+    assert ApiCallMetrics(registry).value("getPod", answers.CallOutcome.RATE_LIMITED) == 0
 
 
 async def test_create_after_5xx_is_not_retried_and_reports_unknown() -> None:
@@ -142,20 +142,20 @@ async def test_create_after_5xx_is_not_retried_and_reports_unknown() -> None:
     cloud.faults.next("createPod", faults.ServerError(500))
     registry = CollectorRegistry()
     async with client_for(cloud, registry=registry) as client:
-        with pytest.raises(oc.Unknown) as caught:
+        with pytest.raises(answers.Unknown) as caught:
             await client.create_pod(
                 REQUEST, gpu_type=RTX4090, datacenter="EU-RO-1", cloud="SECURE"
             )
     assert creates(cloud) == 1
-    assert caught.value.cause.outcome is oc.Outcome.SERVER_ERROR
-    assert ApiCallMetrics(registry).value("createPod", oc.Outcome.UNKNOWN) == 1
+    assert caught.value.cause.outcome is answers.CallOutcome.SERVER_ERROR
+    assert ApiCallMetrics(registry).value("createPod", answers.CallOutcome.UNKNOWN) == 1
 
 
 async def test_pod_made_before_a_500_is_found_by_its_name_on_the_next_list() -> None:
     cloud = stocked_cloud()
     cloud.faults.next("createPod", faults.CreatedButFailed())
     async with client_for(cloud) as client:
-        with pytest.raises(oc.Unknown):
+        with pytest.raises(answers.Unknown):
             await client.create_pod(
                 REQUEST, gpu_type=RTX4090, datacenter="EU-RO-1", cloud="SECURE"
             )
@@ -168,11 +168,11 @@ async def test_create_that_times_out_reports_unknown_and_is_not_resent() -> None
     cloud = stocked_cloud()
     cloud.faults.next("createPod", faults.Timeout(applied=True))
     async with client_for(cloud, read_timeout=0.2, connect_timeout=0.1) as client:
-        with pytest.raises(oc.Unknown) as caught:
+        with pytest.raises(answers.Unknown) as caught:
             await client.create_pod(
                 REQUEST, gpu_type=RTX4090, datacenter="EU-RO-1", cloud="SECURE"
             )
-    assert caught.value.cause.outcome is oc.Outcome.TIMEOUT
+    assert caught.value.cause.outcome is answers.CallOutcome.TIMEOUT
     assert creates(cloud) == 1
     assert len(cloud.pods) == 1  # it was made: the next list adopts it
 
@@ -181,11 +181,11 @@ async def test_create_with_an_unreadable_201_reports_unknown() -> None:
     cloud = stocked_cloud()
     cloud.faults.next("createPod", faults.MalformedJson(status=201))
     async with client_for(cloud) as client:
-        with pytest.raises(oc.Unknown) as caught:
+        with pytest.raises(answers.Unknown) as caught:
             await client.create_pod(
                 REQUEST, gpu_type=RTX4090, datacenter="EU-RO-1", cloud="SECURE"
             )
-    assert caught.value.cause.outcome is oc.Outcome.BAD_RESPONSE
+    assert caught.value.cause.outcome is answers.CallOutcome.BAD_RESPONSE
 
 
 async def test_create_is_resent_after_a_429_because_runpod_did_not_act() -> None:
@@ -202,7 +202,7 @@ async def test_create_refusals_are_raised_as_is_not_as_unknown() -> None:
     cloud = stocked_cloud()
     cloud.set_stock("EU-RO-1", RTX4090, "SECURE", 0)
     async with client_for(cloud) as client:
-        with pytest.raises(oc.NoCapacity) as caught:
+        with pytest.raises(answers.NoCapacity) as caught:
             await client.create_pod(
                 REQUEST, gpu_type=RTX4090, datacenter="EU-RO-1", cloud="SECURE"
             )
@@ -245,14 +245,14 @@ async def test_delete_of_a_pod_that_is_already_gone_is_success() -> None:
     registry = CollectorRegistry()
     async with client_for(stocked_cloud(), registry=registry) as client:
         assert await client.delete_pod("gone0000000000") is False
-    assert ApiCallMetrics(registry).value("deletePod", oc.Outcome.NOT_FOUND) == 1
+    assert ApiCallMetrics(registry).value("deletePod", answers.CallOutcome.NOT_FOUND) == 1
 
 
 async def test_malformed_json_on_a_read_is_a_bad_response_and_not_retried() -> None:
     cloud = stocked_cloud()
     cloud.faults.next("listPods", faults.MalformedJson())
     async with client_for(cloud) as client:
-        with pytest.raises(oc.BadResponse) as caught:
+        with pytest.raises(answers.BadResponse) as caught:
             await client.list_pods()
     assert "not JSON" in str(caught.value)
     assert len(cloud.calls) == 1
@@ -262,7 +262,7 @@ async def test_read_that_never_answers_is_retried_then_raises_timeout() -> None:
     cloud = stocked_cloud()
     cloud.faults.always("listPods", faults.Timeout())
     async with client_for(cloud, read_timeout=0.15, connect_timeout=0.05, retry_deadline=0.6) as c:
-        with pytest.raises(oc.Timeout):
+        with pytest.raises(answers.Timeout):
             await c.list_pods()
     assert len(cloud.calls) >= 2
 

@@ -14,7 +14,7 @@ import pytest
 from fixtures_runpod import RTX4090, client_for, stocked_cloud
 
 from rpp.adapters.clock import UTC
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.notices import (
     NOTICES_QUERY,
     notice_from_machine,
@@ -99,7 +99,7 @@ async def test_graphql_errors_answer_is_a_bad_response_naming_runpods_message() 
     cloud = stocked_cloud()
     cloud.faults.next("hostNotices", faults.MalformedJson())
     async with client_for(cloud) as client:
-        with pytest.raises(oc.BadResponse):
+        with pytest.raises(answers.BadResponse):
             await client.host_notices()
     with pytest.raises(WireError, match="Unauthorized"):
         notices_from_graphql({"data": None, "errors": [{"message": "Unauthorized"}]})

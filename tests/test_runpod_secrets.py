@@ -16,7 +16,7 @@ import pytest
 from fixtures_runpod import FAST, RTX4090, client_for, stocked_cloud
 from prometheus_client import CollectorRegistry, generate_latest
 
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.sim import faults
@@ -39,7 +39,7 @@ async def test_key_and_env_secrets_never_reach_logs_errors_or_metrics(
     async def expect_failure(call: object) -> None:
         try:
             await call  # type: ignore[misc]
-        except oc.RunPodError as error:
+        except answers.RunPodError as error:
             errors.append(error)
         else:
             raise AssertionError("the call was expected to fail")
@@ -81,7 +81,7 @@ async def test_key_and_env_secrets_never_reach_logs_errors_or_metrics(
 
     texts = [caplog.text, client_repr, generate_latest(registry).decode()]
     texts += [str(e) for e in errors] + [repr(e) for e in errors]
-    texts += [str(e.detail) for e in errors if isinstance(e, oc.RunPodError)]
+    texts += [str(e.detail) for e in errors if isinstance(e, answers.RunPodError)]
     texts += [repr(p) for p in listed] + [repr(REQUEST)]
     for text in texts:
         assert API_KEY not in text
@@ -89,11 +89,11 @@ async def test_key_and_env_secrets_never_reach_logs_errors_or_metrics(
         assert ENV_SECRET not in text
     # The test would be vacuous if nothing had been logged or raised.
     assert {type(e) for e in errors} >= {
-        oc.Rejected,
-        oc.BadResponse,
-        oc.Unauthorized,
-        oc.NotFound,
-        oc.ConnectionFailed,
+        answers.Rejected,
+        answers.BadResponse,
+        answers.Unauthorized,
+        answers.NotFound,
+        answers.ConnectionFailed,
     }
     assert "HTTP Request" in caplog.text  # httpx's own request log line was captured
     assert "updatePod: timeout" in caplog.text

@@ -1,4 +1,4 @@
-"""Act: carry out one pool's effects according to its mode, and report each outcome.
+"""Act: carry out one pool's effects according to its mode, and report how each ended.
 
 Where it sits: after decide, the only place effects touch RunPod or Kubernetes. The
 mode decides everything:
@@ -11,9 +11,10 @@ mode decides everything:
 - DryRun: nothing changes on RunPod or in the slots; Events are still recorded.
 - Observe: nothing at all.
 
-Every outcome is a value (`Outcome`), never an exception escaping to the loop; the
-reconciler folds them into the status (rpp/decide/fold.py) and counts them in
-runpod_pool_actions_total.
+Every effect ends in a value (`EffectResult`), never an exception escaping to the
+loop; the reconciler folds them into the status (rpp/decide/fold.py) and counts them in
+runpod_pool_actions_total. Dispatch is a `match` over the closed `Effect` union ending in
+`assert_never`, so mypy fails when an effect type has no branch here.
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never
 
+from rpp.act.create import create_pod
 from rpp.adapters.kube.api import KubeApi, KubeError
-from rpp.adapters.runpod import answers as oc
-from rpp.adapters.runpod.candidates import create_first_available
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
-from rpp.adapters.runpod.wire import PodRequest
 from rpp.decide.ownership import owns
 from rpp.model.effects import (
+    Action,
     CreatePod,
     Effect,
     RecordEvent,
@@ -40,14 +41,11 @@ from rpp.model.effects import (
     WriteSlots,
 )
 from rpp.model.observations import RunPodPod
-from rpp.model.records import CapacityRefusal
-from rpp.model.results import Outcome
+from rpp.model.results import EffectResult, Result
 from rpp.model.spec import Mode, RunPodPoolSpec
 
 log = logging.getLogger("rpp.act")
 
-# The most candidates one create may try (each a RunPod call).
-MAX_CREATE_ATTEMPTS = 12
 SLOTS_LABELS = {"app.kubernetes.io/part-of": "runpod-pool-controller"}
 
 
@@ -60,16 +58,16 @@ _ACTION_REASONS = {
 }
 
 
-def action_event(outcome: Outcome) -> RecordEvent | None:
+def action_event(done: EffectResult) -> RecordEvent | None:
     """The Event that tells `kubectl describe rpp` what an action did (wire and unwire
     are told by the slots write that carries them)."""
-    reasons = _ACTION_REASONS.get(outcome.effect.action)
+    reasons = _ACTION_REASONS.get(done.effect.action)
     if reasons is None:
         return None
-    text = outcome.effect.describe()
-    if outcome.detail:
-        text += f": {outcome.detail}"
-    if outcome.ok:
+    text = done.effect.describe()
+    if done.detail:
+        text += f": {done.detail}"
+    if done.ok:
         return RecordEvent(type="Normal", reason=reasons[0], message=text, pod_id=None)
     return RecordEvent(type="Warning", reason=reasons[1], message=text, pod_id=None)
 
@@ -89,38 +87,39 @@ class Executor:
         effects: Sequence[Effect],
         env: Mapping[str, str],
         now: dt.datetime,
-    ) -> list[Outcome]:
+    ) -> list[EffectResult]:
         """Carry out `effects` for the pool object `pool`; `env` is envFromSecret's data."""
         mode = spec.mode
         name = pool["metadata"]["name"]
-        outcomes: list[Outcome] = []
+        results: list[EffectResult] = []
         for effect in effects:
             if mode is Mode.OBSERVE:
                 break
-            if isinstance(effect, RecordEvent):
-                outcomes.append(await self.record(pool, effect, now))
-            elif mode is Mode.DRY_RUN:
-                outcomes.append(Outcome(effect, "planned", effect.describe()))
-            else:
-                outcome = await self._act(spec, effect, env, now)
-                level = logging.INFO if outcome.ok else logging.WARNING
-                log.log(
-                    level,
-                    "pool %s: %s: %s %s",
-                    name,
-                    effect.describe(),
-                    outcome.result,
-                    outcome.detail,
-                )
-                outcomes.append(outcome)
-                notice = action_event(outcome)
-                if notice is not None:
-                    outcomes.append(await self.record(pool, notice, now))
-        return outcomes
+            match effect:
+                case RecordEvent():
+                    results.append(await self.record(pool, effect, now))
+                case _ if mode is Mode.DRY_RUN:
+                    results.append(EffectResult(effect, Result.PLANNED, effect.describe()))
+                case _:
+                    done = await self._act(spec, effect, env, now)
+                    level = logging.INFO if done.ok else logging.WARNING
+                    log.log(
+                        level,
+                        "pool %s: %s: %s %s",
+                        name,
+                        effect.describe(),
+                        done.result.value,
+                        done.detail,
+                    )
+                    results.append(done)
+                    notice = action_event(done)
+                    if notice is not None:
+                        results.append(await self.record(pool, notice, now))
+        return results
 
     async def record(
         self, pool: Mapping[str, Any], effect: RecordEvent, now: dt.datetime
-    ) -> Outcome:
+    ) -> EffectResult:
         """Record one Event on the pool, in any mode (Events are how every mode speaks)."""
         try:
             await self.kube.emit_event(
@@ -131,41 +130,43 @@ class Executor:
                 now=now,
             )
         except KubeError as err:
-            return Outcome(effect, "failed", str(err))
-        return Outcome(effect, "ok")
+            return EffectResult(effect, Result.FAILED, str(err))
+        return EffectResult(effect, Result.OK)
 
     async def _act(
-        self, spec: RunPodPoolSpec, effect: Effect, env: Mapping[str, str], now: dt.datetime
-    ) -> Outcome:
+        self, spec: RunPodPoolSpec, effect: Action, env: Mapping[str, str], now: dt.datetime
+    ) -> EffectResult:
         try:
-            if isinstance(effect, (Wire, Unwire)):
-                # The slot is in status already; WriteSlots makes nginx follow.
-                return Outcome(effect, "ok", effect.describe())
-            if isinstance(effect, WriteSlots):
-                return await self._write_slots(spec, effect)
-            if isinstance(effect, TerminatePod):
-                return await self._terminate(spec, effect)
-            if isinstance(effect, UpdatePod):
-                return await self._update(spec, effect, env)
-            if isinstance(effect, CreatePod):
-                return await self._create(spec, effect, env, now)
-        except oc.RunPodError as err:
-            return Outcome(effect, "failed", str(err))
-        except KubeError as err:
-            return Outcome(effect, "failed", str(err))
-        return Outcome(effect, "failed", f"no executor for {type(effect).__name__}")
+            match effect:
+                case Wire() | Unwire():
+                    # The slot is in status already; WriteSlots makes nginx follow.
+                    return EffectResult(effect, Result.OK, effect.describe())
+                case WriteSlots():
+                    return await self._write_slots(spec, effect)
+                case TerminatePod():
+                    return await self._terminate(spec, effect)
+                case UpdatePod():
+                    return await self._update(spec, effect, env)
+                case CreatePod():
+                    return await create_pod(
+                        self.runpod, spec=spec, effect=effect, env=env, now=now
+                    )
+                case _:
+                    assert_never(effect)
+        except (answers.RunPodError, KubeError) as err:
+            return EffectResult(effect, Result.FAILED, str(err))
 
-    async def _write_slots(self, spec: RunPodPoolSpec, effect: WriteSlots) -> Outcome:
+    async def _write_slots(self, spec: RunPodPoolSpec, effect: WriteSlots) -> EffectResult:
         name = spec.nginx.slots_config_map
         data = dict(effect.data)
         current = await self.kube.read_config_map(name)
         if current is None:
             await self.kube.create_config_map(name, data=data, labels=SLOTS_LABELS)
-            return Outcome(effect, "ok", f"created ConfigMap {name}")
+            return EffectResult(effect, Result.OK, f"created ConfigMap {name}")
         if dict(current.data) == data:
-            return Outcome(effect, "ok", "already up to date")
+            return EffectResult(effect, Result.OK, "already up to date")
         await self.kube.replace_config_map(current, data=data)
-        return Outcome(effect, "ok", f"wrote ConfigMap {name}")
+        return EffectResult(effect, Result.OK, f"wrote ConfigMap {name}")
 
     async def _owned_pod(self, spec: RunPodPoolSpec, pod_id: str, name: str) -> RunPodPod | str:
         """The pod re-read from RunPod, or why the pool must not touch it."""
@@ -177,60 +178,32 @@ class Executor:
             )
         return pod
 
-    async def _terminate(self, spec: RunPodPoolSpec, effect: TerminatePod) -> Outcome:
+    async def _terminate(self, spec: RunPodPoolSpec, effect: TerminatePod) -> EffectResult:
         try:
             pod = await self._owned_pod(spec, effect.pod_id, effect.name)
-        except oc.NotFound:
-            return Outcome(effect, "gone", "RunPod no longer has the pod")
+        except answers.NotFound:
+            return EffectResult(effect, Result.GONE, "RunPod no longer has the pod")
         if isinstance(pod, str):
-            return Outcome(effect, "not-owned", pod)
+            return EffectResult(effect, Result.NOT_OWNED, pod)
         existed = await self.runpod.delete_pod(pod.id)
-        return Outcome(
-            effect, "ok" if existed else "gone", "terminated" if existed else "already gone"
-        )
+        if existed:
+            return EffectResult(effect, Result.OK, "terminated")
+        return EffectResult(effect, Result.GONE, "already gone")
 
     async def _update(
         self, spec: RunPodPoolSpec, effect: UpdatePod, env: Mapping[str, str]
-    ) -> Outcome:
+    ) -> EffectResult:
         pod = await self._owned_pod(spec, effect.pod_id, effect.name)
         if isinstance(pod, str):
-            return Outcome(effect, "not-owned", pod)
+            return EffectResult(effect, Result.NOT_OWNED, pod)
         merged = {**pod.env, **env}
         try:
             updated = await self.runpod.update_pod(pod.id, image=effect.image, env=merged)
-        except (oc.Rejected, oc.Forbidden, oc.Conflict, oc.InsufficientBalance) as err:
-            return Outcome(effect, "refused", err.detail or str(err))
-        return Outcome(effect, "ok", f"now on {effect.image}", pod=updated)
-
-    async def _create(
-        self, spec: RunPodPoolSpec, effect: CreatePod, env: Mapping[str, str], now: dt.datetime
-    ) -> Outcome:
-        request = PodRequest(
-            name=effect.name,
-            image=spec.image,
-            template_id=spec.template_id,
-            env=dict(env),
-            ports=(f"{spec.port}/http",),
-        )
-        result = await create_first_available(
-            self.runpod,
-            request,
-            gpu_types=effect.gpu_types or spec.gpu_types,
-            datacenters=effect.datacenters,
-            cloud=effect.cloud or spec.cloud,
-            max_attempts=MAX_CREATE_ATTEMPTS,
-        )
-        if result.created:
-            return Outcome(effect, "created", result.describe(), pod=result.pod)
-        if result.outcome_unknown:
-            return Outcome(effect, "unknown", result.describe())
-        capacity = None
-        if result.capacity_unavailable:
-            capacity = CapacityRefusal(
-                time=now,
-                gpu_types=result.gpu_types,
-                cloud=result.cloud,
-                datacenters=result.datacenters,
-                message=result.last_detail or result.describe(),
-            )
-        return Outcome(effect, "refused", result.describe(), capacity=capacity)
+        except (
+            answers.Rejected,
+            answers.Forbidden,
+            answers.Conflict,
+            answers.InsufficientBalance,
+        ) as err:
+            return EffectResult(effect, Result.REFUSED, err.detail or str(err))
+        return EffectResult(effect, Result.OK, f"now on {effect.image}", pod=updated)

@@ -31,7 +31,7 @@ from typing import Any
 
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import Conflict, EventType, KubeApi, KubeError, NotFound
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.leader import LeaderElector
 from rpp.controller.metrics import PoolMetrics
@@ -53,12 +53,12 @@ async def read_shared(runpod: RunPodClient) -> Shared:
     try:
         pods: tuple[Any, ...] | None = tuple(await runpod.list_pods())
         error = None
-    except oc.RunPodError as err:
+    except answers.RunPodError as err:
         pods, error = None, str(err)
     try:
         notices: Mapping[str, Any] | None = await runpod.host_notices()
         notices_error = None
-    except oc.RunPodError as err:
+    except answers.RunPodError as err:
         notices, notices_error = None, str(err)
     return Shared(pods=pods, runpod_error=error, notices=notices, notices_error=notices_error)
 

@@ -1,7 +1,7 @@
 """The runpod_pool_* metrics of each pool, set after every reconcile.
 
 Where it sits: beside act. The reconciler reports each pool's written status here
-(members by phase, ready, desired, cost, conditions), counts actions by outcome and
+(members by phase, ready, desired, cost, conditions), counts actions by how they ended and
 times the loop; the controller's /metrics serves the registry with prometheus_client.
 Names, labels and help come from rpp/model/metric_names.py, which the alert rules and the
 dashboard are checked against.
@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from rpp.decide.conditions import ALL_CONDITIONS
 from rpp.model import metric_names as names
 from rpp.model.members import PHASES
-from rpp.model.results import Outcome
+from rpp.model.results import EffectResult
 from rpp.model.status import PoolStatus
 
 
@@ -65,12 +65,12 @@ class PoolMetrics:
         for cond in ALL_CONDITIONS:
             self.condition.labels(pool=pool, type=cond).set(1 if cond in raised else 0)
 
-    def count(self, pool: str, outcomes: Iterable[Outcome]) -> None:
-        for outcome in outcomes:
-            action = outcome.effect.action
+    def count(self, pool: str, results: Iterable[EffectResult]) -> None:
+        for done in results:
+            action = done.effect.action
             if action == "event":
                 continue
-            self.actions.labels(pool=pool, action=action, outcome=outcome.result).inc()
+            self.actions.labels(pool=pool, action=action, outcome=done.result.value).inc()
 
     def forget(self, pool: str) -> None:
         """Drop a deleted pool's series, so dashboards do not show it forever."""

@@ -41,7 +41,7 @@ from rpp.model.observations import (
     SecretState,
 )
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
-from rpp.model.results import Outcome
+from rpp.model.results import EffectResult, Result
 from rpp.model.spec import API_GROUP, Mode, RunPodPoolSpec
 from rpp.model.spec_load import Pool, load_pool
 from rpp.model.status import PoolStatus
@@ -67,7 +67,7 @@ class PoolResult:
 
     pool: str
     decision: Decision | None
-    outcomes: tuple[Outcome, ...]
+    results: tuple[EffectResult, ...]
     status: PoolStatus | None
     written: bool
     error: str | None = None
@@ -140,16 +140,16 @@ class PoolReconciler:
         )
         for line in decision.log:
             log.info("pool %s: %s", name, line)
-        outcomes = await self.executor.execute(
+        results = await self.executor.execute(
             pool=obj, spec=spec, effects=decision.effects, env=env, now=now
         )
-        new_status = fold.fold(decision.status, outcomes, now=now)
+        new_status = fold.fold(decision.status, results, now=now)
         if self.metrics is not None:
-            self.metrics.count(name, outcomes)
+            self.metrics.count(name, results)
             self.metrics.report(name, new_status, desired_min=spec.replicas.min)
-        acted = any(o.result not in ("planned",) and o.effect.action != "event" for o in outcomes)
+        acted = any(r.result is not Result.PLANNED and r.effect.action != "event" for r in results)
         written = await self._write(obj, status, new_status, acted=acted, shared=shared)
-        return PoolResult(name, decision, tuple(outcomes), new_status, written)
+        return PoolResult(name, decision, tuple(results), new_status, written)
 
     def _read_status(self, name: str, stored: Mapping[str, Any]) -> PoolStatus:
         written = self._written.get(name)

@@ -1,18 +1,18 @@
 """Fold what the executor did back into the status: pure, after act.
 
 Where it sits: the last step of a loop, between act and the status write. Decide
-planned on the assumption that effects succeed; this is where their real outcomes
+planned on the assumption that effects succeed; this is where their real results
 land, so status keeps telling the truth:
 
 - a created pod becomes a Warming member (with its replacement link), the create is
   logged for limits.maxCreatesPerHour, and a CapacityUnavailable refusal is cleared;
 - a create refused for stock records what was tried (CapacityUnavailable) and waits
   5 minutes; any other refusal waits 5 minutes and does not count toward the hourly
-  cap; a create whose outcome is unknown (timeout, 5xx) counts and waits, and the pod
+  cap; a create whose result is unknown (timeout, 5xx) counts and waits, and the pod
   is found by its name on the next listing;
 - a refused in-place update is remembered on the member, so its machine rolls back;
   a rollback sent holds image updates back for 30 minutes;
-- every outcome lands in the bounded history.
+- every result lands in the bounded history.
 """
 
 from __future__ import annotations
@@ -24,52 +24,52 @@ from collections.abc import Sequence
 from rpp.machines.member_step import new_member
 from rpp.model.effects import CreatePod, RecordEvent, Unwire, UpdatePod, Wire
 from rpp.model.records import HistoryEntry
-from rpp.model.results import Outcome
+from rpp.model.results import EffectResult, Result
 from rpp.model.status import PoolStatus
 
 CREATE_BACKOFF = dt.timedelta(minutes=5)
 UPDATE_BACKOFF = dt.timedelta(minutes=30)
 
 
-def fold(status: PoolStatus, outcomes: Sequence[Outcome], *, now: dt.datetime) -> PoolStatus:
-    """The status with every outcome of this loop's effects applied."""
-    for outcome in outcomes:
-        effect = outcome.effect
+def fold(status: PoolStatus, results: Sequence[EffectResult], *, now: dt.datetime) -> PoolStatus:
+    """The status with the result of every effect of this loop applied."""
+    for done in results:
+        effect = done.effect
         if isinstance(effect, (RecordEvent, Wire, Unwire)):
             continue
-        if outcome.result != "planned":
+        if done.result is not Result.PLANNED:
             status = status.with_history(
                 HistoryEntry(
                     time=now,
                     action=effect.action,
-                    outcome=outcome.result,
-                    detail=_detail(effect.describe(), outcome),
+                    outcome=done.result.value,
+                    detail=_detail(effect.describe(), done),
                     pod=effect.pod,
                 )
             )
         if isinstance(effect, CreatePod):
-            status = _create(status, effect, outcome, now)
+            status = _create(status, effect, done, now)
         elif isinstance(effect, UpdatePod):
-            status = _update(status, effect, outcome, now)
+            status = _update(status, effect, done, now)
     return status
 
 
-def _detail(described: str, outcome: Outcome) -> str:
+def _detail(described: str, done: EffectResult) -> str:
     """History lines are bounded: a failure leads with RunPod's (or the cause's) words."""
-    if not outcome.detail:
+    if not done.detail:
         return described
-    if outcome.ok:
-        return f"{described}: {outcome.detail}"
-    return f"{outcome.detail} (for: {described})"
+    if done.ok:
+        return f"{described}: {done.detail}"
+    return f"{done.detail} (for: {described})"
 
 
 def _create(
-    status: PoolStatus, effect: CreatePod, outcome: Outcome, now: dt.datetime
+    status: PoolStatus, effect: CreatePod, done: EffectResult, now: dt.datetime
 ) -> PoolStatus:
-    if outcome.result == "planned":
+    if done.result is Result.PLANNED:
         return status
-    if outcome.result == "created" and outcome.pod is not None:
-        record = new_member(outcome.pod, now=now, replacement_for=effect.replacement_for)
+    if done.result is Result.CREATED and done.pod is not None:
+        record = new_member(done.pod, now=now, replacement_for=effect.replacement_for)
         status = status.with_member(record)
         if effect.replacement_for and (old := status.member(effect.replacement_for)):
             status = status.with_member(old.replace(replaced_by=record.pod_id))
@@ -80,20 +80,20 @@ def _create(
             backoff=dataclasses.replace(status.backoff, create_until=None),
         )
     backoff = dataclasses.replace(status.backoff, create_until=now + CREATE_BACKOFF)
-    if outcome.result == "unknown":
+    if done.result is Result.UNKNOWN:
         # It may have made a pod that bills: it counts, and the next list adopts it.
         return status.with_create_attempt(
             now, "unknown", name=effect.name, replacement_for=effect.replacement_for
         ).replace(backoff=backoff)
-    if outcome.capacity is not None:
-        return status.replace(last_capacity_refusal=outcome.capacity, backoff=backoff)
+    if done.capacity is not None:
+        return status.replace(last_capacity_refusal=done.capacity, backoff=backoff)
     return status.replace(backoff=backoff)
 
 
 def _update(
-    status: PoolStatus, effect: UpdatePod, outcome: Outcome, now: dt.datetime
+    status: PoolStatus, effect: UpdatePod, done: EffectResult, now: dt.datetime
 ) -> PoolStatus:
-    if outcome.result == "planned":
+    if done.result is Result.PLANNED:
         return status
     if effect.rollback:
         status = status.replace(
@@ -102,6 +102,6 @@ def _update(
     member = status.member(effect.pod_id)
     if member is None or member.update is None:
         return status
-    refused = None if outcome.ok else (outcome.detail or outcome.result)
+    refused = None if done.ok else (done.detail or done.result.value)
     update = dataclasses.replace(member.update, refused=refused)
     return status.with_member(member.replace(update=update))

@@ -2,7 +2,7 @@
 
 This is the pure heart of the controller (ARCHITECTURE.md: observe -> decide -> act).
 It reads no clock, network or environment; the executor (rpp/act/) carries the effects
-out according to the pool's mode, then folds their outcomes into the status
+out according to the pool's mode, then folds their results into the status
 (rpp/decide/fold.py).
 
 The pool steps run in the seed's order: the member machines first (drained members

@@ -174,13 +174,6 @@ class RecordEvent:
         return f"event {self.type} {self.reason}: {self.message}"
 
 
-Effect = CreatePod | TerminatePod | UpdatePod | Wire | Unwire | WriteSlots | RecordEvent
-EFFECT_TYPES: tuple[type[Effect], ...] = (
-    CreatePod,
-    TerminatePod,
-    UpdatePod,
-    Wire,
-    Unwire,
-    WriteSlots,
-    RecordEvent,
-)
+Action = CreatePod | TerminatePod | UpdatePod | Wire | Unwire | WriteSlots
+"""An effect that changes something (a pod, a slot): DryRun plans these, Manage acts."""
+Effect = Action | RecordEvent

@@ -98,19 +98,19 @@ class Timeline:
                     **{"from": tr.source, "to": tr.target},
                     reason=tr.reason,
                 )
-        for outcome in result.outcomes:
-            effect = outcome.effect
+        for done in result.results:
+            effect = done.effect
             if effect.action == "event":
                 continue
-            pod = outcome.pod.id if outcome.pod is not None else effect.pod
+            pod = done.pod.id if done.pod is not None else effect.pod
             self.emit(
                 "action",
                 pool=pool,
                 action=effect.action,
                 pod=pod,
-                detail=outcome.detail or effect.describe(),
+                detail=done.detail or effect.describe(),
                 mode=mode,
-                outcome=outcome.result,
+                outcome=done.result.value,
             )
         if status is None:
             return

@@ -1,7 +1,7 @@
 """Every RunPod answer, classified: the typed outcome of one call and its exception.
 
 The client never lets a bare `httpx` exception or status code escape. Each call ends in
-exactly one `Outcome`, which labels the API-call metric and, for failures, picks the
+exactly one `CallOutcome`, which labels the API-call metric and, for failures, picks the
 `RunPodError` subclass the caller catches. The classification is pure (status, body,
 headers in; outcome out) so it is tested as a table, and the placement loop and the
 executor decide on outcomes, never on message text.
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 
-class Outcome(StrEnum):
+class CallOutcome(StrEnum):
     """How one call to RunPod ended; the `outcome` label of the API-call metric."""
 
     OK = "ok"
@@ -55,28 +55,28 @@ _NO_CAPACITY = re.compile(
 )
 
 
-def classify_status(status: int, detail: str = "") -> Outcome:
+def classify_status(status: int, detail: str = "") -> CallOutcome:
     """The outcome of an HTTP answer, from its status and RunPod's `detail`."""
     if 200 <= status < 300:
-        return Outcome.OK
+        return CallOutcome.OK
     if status == 400:
-        return Outcome.NO_CAPACITY if _NO_CAPACITY.search(detail) else Outcome.REJECTED
+        return CallOutcome.NO_CAPACITY if _NO_CAPACITY.search(detail) else CallOutcome.REJECTED
     if status == 422:
-        return Outcome.REJECTED
+        return CallOutcome.REJECTED
     fixed = {
-        401: Outcome.UNAUTHORIZED,
-        402: Outcome.INSUFFICIENT_BALANCE,
-        403: Outcome.FORBIDDEN,
-        404: Outcome.NOT_FOUND,
-        409: Outcome.CONFLICT,
-        429: Outcome.RATE_LIMITED,
+        401: CallOutcome.UNAUTHORIZED,
+        402: CallOutcome.INSUFFICIENT_BALANCE,
+        403: CallOutcome.FORBIDDEN,
+        404: CallOutcome.NOT_FOUND,
+        409: CallOutcome.CONFLICT,
+        429: CallOutcome.RATE_LIMITED,
     }
     if status in fixed:
         return fixed[status]
     if status >= 500:
-        return Outcome.SERVER_ERROR
+        return CallOutcome.SERVER_ERROR
     # Any other 4xx (405, 413, ...) is a request the client must fix.
-    return Outcome.REJECTED
+    return CallOutcome.REJECTED
 
 
 class Problem:
@@ -146,7 +146,7 @@ def parse_rate_limit(value: str | None) -> dict[str, tuple[int, float]]:
 class RunPodError(Exception):
     """A RunPod call that did not succeed. `detail` is RunPod's own text, verbatim."""
 
-    outcome: Outcome = Outcome.BAD_RESPONSE
+    outcome: CallOutcome = CallOutcome.BAD_RESPONSE
 
     def __init__(
         self,
@@ -176,15 +176,15 @@ class RunPodError(Exception):
 
 
 class NoCapacity(RunPodError):
-    outcome = Outcome.NO_CAPACITY
+    outcome = CallOutcome.NO_CAPACITY
 
 
 class Rejected(RunPodError):
-    outcome = Outcome.REJECTED
+    outcome = CallOutcome.REJECTED
 
 
 class InsufficientBalance(RunPodError):
-    outcome = Outcome.INSUFFICIENT_BALANCE
+    outcome = CallOutcome.INSUFFICIENT_BALANCE
 
     def _default_message(self) -> str:
         return (
@@ -194,7 +194,7 @@ class InsufficientBalance(RunPodError):
 
 
 class Unauthorized(RunPodError):
-    outcome = Outcome.UNAUTHORIZED
+    outcome = CallOutcome.UNAUTHORIZED
 
     def _default_message(self) -> str:
         return (
@@ -204,7 +204,7 @@ class Unauthorized(RunPodError):
 
 
 class Forbidden(RunPodError):
-    outcome = Outcome.FORBIDDEN
+    outcome = CallOutcome.FORBIDDEN
 
     def _default_message(self) -> str:
         # A 403 is not a revoked key: it can come from RunPod's CDN/WAF or a scoped key.
@@ -216,15 +216,15 @@ class Forbidden(RunPodError):
 
 
 class NotFound(RunPodError):
-    outcome = Outcome.NOT_FOUND
+    outcome = CallOutcome.NOT_FOUND
 
 
 class Conflict(RunPodError):
-    outcome = Outcome.CONFLICT
+    outcome = CallOutcome.CONFLICT
 
 
 class RateLimited(RunPodError):
-    outcome = Outcome.RATE_LIMITED
+    outcome = CallOutcome.RATE_LIMITED
 
     def _default_message(self) -> str:
         wait = f"; retry after {self.retry_after:g}s" if self.retry_after is not None else ""
@@ -232,17 +232,17 @@ class RateLimited(RunPodError):
 
 
 class ServerError(RunPodError):
-    outcome = Outcome.SERVER_ERROR
+    outcome = CallOutcome.SERVER_ERROR
 
 
 class Timeout(RunPodError):
-    outcome = Outcome.TIMEOUT
+    outcome = CallOutcome.TIMEOUT
 
 
 class ConnectionFailed(RunPodError):
     """RunPod could not be reached. `sent` says whether the request may have left."""
 
-    outcome = Outcome.CONNECTION_ERROR
+    outcome = CallOutcome.CONNECTION_ERROR
 
     def __init__(self, *, operation: str, detail: str, sent: bool) -> None:
         self.sent = sent
@@ -250,7 +250,7 @@ class ConnectionFailed(RunPodError):
 
 
 class BadResponse(RunPodError):
-    outcome = Outcome.BAD_RESPONSE
+    outcome = CallOutcome.BAD_RESPONSE
 
 
 class Unknown(RunPodError):
@@ -261,7 +261,7 @@ class Unknown(RunPodError):
     `cause` is how the attempt actually ended.
     """
 
-    outcome = Outcome.UNKNOWN
+    outcome = CallOutcome.UNKNOWN
 
     def __init__(self, *, operation: str, cause: RunPodError) -> None:
         self.cause = cause
@@ -276,7 +276,7 @@ class Unknown(RunPodError):
         )
 
 
-_ERROR_TYPES: dict[Outcome, type[RunPodError]] = {
+_ERROR_TYPES: dict[CallOutcome, type[RunPodError]] = {
     cls.outcome: cls
     for cls in (
         NoCapacity,

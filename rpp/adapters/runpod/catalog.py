@@ -65,6 +65,10 @@ class GpuCatalog:
             return Availability.NONE
         return offer.datacenters.get(datacenter, Availability.NONE)
 
+    def has_stock(self, gpu_type: str, datacenter: str) -> bool:
+        """Whether a create there may succeed now (placement skips it otherwise)."""
+        return self.availability(gpu_type, datacenter).has_stock
+
 
 def gpu_catalog_from_json(obj: Any, *, cloud: str) -> GpuCatalog:
     """`ListGpuTypesResponse` (with include=AVAILABILITY) -> `GpuCatalog`."""

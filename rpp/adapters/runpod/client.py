@@ -38,7 +38,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from tenacity.wait import wait_random_exponential
 
 from rpp import __version__
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.catalog import (
     DataCenterInfo,
     GpuCatalog,
@@ -181,7 +181,7 @@ class RunPodClient:
         """Terminate a pod. True if deleted now, False if it was already gone."""
         try:
             await self._call("deletePod", "DELETE", _pod_path(pod_id), lambda r: None)
-        except oc.NotFound:
+        except answers.NotFound:
             return False
         return True
 
@@ -285,19 +285,19 @@ class RunPodClient:
                     )
             except TimeoutError:
                 detail = f"no answer within {limit:g}s"
-                raise oc.Timeout(operation=operation, detail=detail) from None
+                raise answers.Timeout(operation=operation, detail=detail) from None
             except (httpx.ConnectTimeout, httpx.PoolTimeout):
-                raise oc.ConnectionFailed(
+                raise answers.ConnectionFailed(
                     operation=operation, detail="could not connect to RunPod in time", sent=False
                 ) from None
             except httpx.TimeoutException as exc:
-                raise oc.Timeout(operation=operation, detail=type(exc).__name__) from None
+                raise answers.Timeout(operation=operation, detail=type(exc).__name__) from None
             except httpx.ConnectError as exc:
-                raise oc.ConnectionFailed(
+                raise answers.ConnectionFailed(
                     operation=operation, detail=self._scrub(str(exc)), sent=False
                 ) from None
             except httpx.TransportError as exc:
-                raise oc.ConnectionFailed(
+                raise answers.ConnectionFailed(
                     operation=operation,
                     detail=f"{type(exc).__name__}: {self._scrub(str(exc))}",
                     sent=True,
@@ -305,7 +305,7 @@ class RunPodClient:
             status = response.status_code
             self._note_rate_limit(response, loop.time())
             if not 200 <= status < 300:
-                raise oc.error_for_response(
+                raise answers.error_for_response(
                     operation=operation,
                     status=status,
                     body=response.content.replace(self._secret, b"[redacted]"),
@@ -314,15 +314,15 @@ class RunPodClient:
             try:
                 result = parse(response)
             except WireError as exc:
-                raise oc.BadResponse(
+                raise answers.BadResponse(
                     operation=operation, status=status, detail=self._scrub(str(exc))
                 ) from None
-        except oc.RunPodError as error:
+        except answers.RunPodError as error:
             if not idempotent and not is_safe_to_resend(error) and may_have_acted(error):
-                error = oc.Unknown(operation=operation, cause=error)
+                error = answers.Unknown(operation=operation, cause=error)
             self._record(operation, error.outcome, status, loop.time() - started, path)
             raise error from None
-        self._record(operation, oc.Outcome.OK, status, loop.time() - started, path)
+        self._record(operation, answers.CallOutcome.OK, status, loop.time() - started, path)
         return result
 
     async def _wait_for_quota(self, operation: str, deadline: float) -> None:
@@ -333,7 +333,7 @@ class RunPodClient:
             return
         if loop.time() + wait >= deadline:
             # Not a call to RunPod, so not counted; the error says how long to wait.
-            raise oc.RateLimited(
+            raise answers.RateLimited(
                 operation=operation,
                 detail="RunPod's rate-limit window is used up; not calling before it resets",
                 retry_after=wait,
@@ -344,15 +344,22 @@ class RunPodClient:
     def _note_rate_limit(self, response: httpx.Response, now: float) -> None:
         resume = 0.0
         if response.status_code == 429:
-            resume = oc.parse_retry_after(response.headers.get("retry-after")) or 0.0
-        for remaining, reset in oc.parse_rate_limit(response.headers.get("ratelimit")).values():
+            resume = answers.parse_retry_after(response.headers.get("retry-after")) or 0.0
+        for remaining, reset in answers.parse_rate_limit(
+            response.headers.get("ratelimit")
+        ).values():
             if remaining <= 0:
                 resume = max(resume, reset)
         if resume > 0:
             self._quiet_until = max(self._quiet_until, now + resume)
 
     def _record(
-        self, operation: str, outcome: oc.Outcome, status: int | None, took: float, path: str
+        self,
+        operation: str,
+        outcome: answers.CallOutcome,
+        status: int | None,
+        took: float,
+        path: str,
     ) -> None:
         self._metrics.record(operation, outcome)
         log.debug(

@@ -2,7 +2,7 @@
 
 Every HTTP request the client sends to RunPod (each retry attempt is a request) is
 counted once, labelled with the OpenAPI operationId (`listPods`, `createPod`, ...,
-`hostNotices` for the GraphQL query) and the `Outcome` it ended in. A rate-limit wait
+`hostNotices` for the GraphQL query) and the `CallOutcome` it ended in. A rate-limit wait
 the client serves locally, without a request, is not a call and is not counted.
 
 The counter lives in a `CollectorRegistry`: the global one in the controller, a fresh
@@ -17,7 +17,7 @@ import weakref
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter
 
-from rpp.adapters.runpod.answers import Outcome
+from rpp.adapters.runpod.answers import CallOutcome
 from rpp.model import metric_names
 
 METRIC_NAME = metric_names.RUNPOD_API_CALLS_TOTAL
@@ -44,10 +44,10 @@ class ApiCallMetrics:
         self._counter = counter
         self._registry = target
 
-    def record(self, operation: str, outcome: Outcome) -> None:
+    def record(self, operation: str, outcome: CallOutcome) -> None:
         self._counter.labels(operation=operation, outcome=outcome.value).inc()
 
-    def value(self, operation: str, outcome: Outcome) -> float:
+    def value(self, operation: str, outcome: CallOutcome) -> float:
         """The current count; for tests and the simulator's reports."""
         labels = {"operation": operation, "outcome": outcome.value}
         return self._registry.get_sample_value(METRIC_NAME, labels) or 0.0

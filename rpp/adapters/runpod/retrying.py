@@ -21,7 +21,7 @@ from tenacity import RetryCallState
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from rpp.adapters.runpod import answers as oc
+from rpp.adapters.runpod import answers
 
 
 class StopAtDeadline(stop_base):
@@ -44,26 +44,29 @@ class BackoffHonouringRetryAfter(wait_base):
     def __call__(self, retry_state: RetryCallState) -> float:
         wait = self.inner(retry_state)
         error = retry_state.outcome.exception() if retry_state.outcome else None
-        if isinstance(error, oc.RateLimited) and error.retry_after is not None:
+        if isinstance(error, answers.RateLimited) and error.retry_after is not None:
             wait = max(wait, error.retry_after)
         return wait
 
 
 def is_transient(error: BaseException) -> bool:
     """Worth another attempt of an idempotent call."""
-    return isinstance(error, oc.RateLimited | oc.ServerError | oc.Timeout | oc.ConnectionFailed)
+    return isinstance(
+        error,
+        answers.RateLimited | answers.ServerError | answers.Timeout | answers.ConnectionFailed,
+    )
 
 
 def is_safe_to_resend(error: BaseException) -> bool:
     """Worth another attempt of a create: RunPod certainly did not act on the last one."""
-    return isinstance(error, oc.RateLimited) or (
-        isinstance(error, oc.ConnectionFailed) and not error.sent
+    return isinstance(error, answers.RateLimited) or (
+        isinstance(error, answers.ConnectionFailed) and not error.sent
     )
 
 
-def may_have_acted(error: oc.RunPodError) -> bool:
+def may_have_acted(error: answers.RunPodError) -> bool:
     """After this failure, may RunPod have carried the write out anyway?"""
-    if isinstance(error, oc.ConnectionFailed):
+    if isinstance(error, answers.ConnectionFailed):
         return error.sent
     # A 2xx whose body is unreadable did act; 5xx and timeouts may have.
-    return isinstance(error, oc.ServerError | oc.Timeout | oc.BadResponse)
+    return isinstance(error, answers.ServerError | answers.Timeout | answers.BadResponse)

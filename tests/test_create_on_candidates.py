@@ -1,7 +1,8 @@
 """Candidate creation: catalog once, then create per candidate in order until a 201.
 
-Covered: the pure order (gpuTypes first, then datacenters.allow order, minus the
-caller's exclusions, minus the catalog's no-stock combinations); the loop against the
+Covered: the pure order (rpp/decide/placement.py: gpuTypes first, then the datacenters
+in placement's order, minus the catalog's no-stock combinations); the loop (rpp/act/
+create.py) against the
 fake cloud: a stock race, 400 rule errors, 403 skips, 402/Unknown/422 stops, the
 attempt cap, a failed catalog read, and what the pool reports (CapacityUnavailable
 with the GPU types, cloud and datacenters tried and RunPod's own detail).
@@ -12,15 +13,11 @@ from __future__ import annotations
 import pytest
 from fixtures_runpod import A6000, L40S, RTX4090, client_for, stocked_cloud
 
-from rpp.adapters.runpod import answers as oc
-from rpp.adapters.runpod.candidates import (
-    Candidate,
-    PlacementResult,
-    create_first_available,
-    order_candidates,
-)
+from rpp.act.create import CreateReport, create_first_available
+from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.catalog import Availability, GpuCatalog, GpuTypeOffer
 from rpp.adapters.runpod.wire import PodRequest
+from rpp.decide.placement import Candidate, order_candidates
 from rpp.sim import faults
 from rpp.sim.cloud import FakeCloud
 
@@ -43,7 +40,7 @@ def make_catalog(levels: dict[str, dict[str, str]]) -> GpuCatalog:
     )
 
 
-def test_candidates_go_gpu_type_first_then_datacenter_order_minus_exclusions() -> None:
+def test_candidates_go_gpu_type_first_then_datacenter_order_skipping_no_stock() -> None:
     stock = make_catalog(
         {
             RTX4090: {"EU-RO-1": "LOW", "EU-SE-1": "HIGH", "US-TX-3": "HIGH"},
@@ -52,10 +49,9 @@ def test_candidates_go_gpu_type_first_then_datacenter_order_minus_exclusions() -
     )
     to_try, no_stock = order_candidates(
         gpu_types=[RTX4090, L40S, RTX4090],
-        datacenters=["EU-SE-1", "US-TX-3", "EU-RO-1"],
+        datacenters=["EU-SE-1", "EU-RO-1"],
         cloud="SECURE",
-        catalog=stock,
-        exclude={"US-TX-3"},
+        stock=stock,
     )
     assert [(c.gpu_type, c.datacenter) for c in to_try] == [
         (RTX4090, "EU-SE-1"),
@@ -67,7 +63,7 @@ def test_candidates_go_gpu_type_first_then_datacenter_order_minus_exclusions() -
 
 def test_without_a_catalog_every_combination_is_a_candidate() -> None:
     to_try, no_stock = order_candidates(
-        gpu_types=[RTX4090, L40S], datacenters=["A", "B"], cloud="COMMUNITY", catalog=None
+        gpu_types=[RTX4090, L40S], datacenters=["A", "B"], cloud="COMMUNITY", stock=None
     )
     assert len(to_try) == 4
     assert no_stock == []
@@ -83,18 +79,17 @@ async def place(
     *,
     gpu_types: tuple[str, ...] = (RTX4090, L40S),
     max_attempts: int = 4,
-    exclude: frozenset[str] = frozenset(),
+    datacenters: tuple[str, ...] = ("EU-RO-1", "EU-SE-1"),
     retry_deadline: float = 1.5,
-) -> PlacementResult:
+) -> CreateReport:
     async with client_for(cloud, retry_deadline=retry_deadline) as client:
         return await create_first_available(
             client,
             REQUEST,
             gpu_types=gpu_types,
-            datacenters=["EU-RO-1", "EU-SE-1"],
+            datacenters=datacenters,
             cloud="SECURE",
             max_attempts=max_attempts,
-            exclude=exclude,
         )
 
 
@@ -117,7 +112,7 @@ async def test_stock_gone_between_catalog_and_create_moves_to_the_next_candidate
     result = await place(cloud)
     assert result.winner == Candidate(RTX4090, "EU-SE-1", "SECURE")
     (failure,) = result.failures
-    assert failure.outcome is oc.Outcome.NO_CAPACITY
+    assert failure.outcome is answers.CallOutcome.NO_CAPACITY
     assert failure.detail == faults.NO_CAPACITY_DETAIL  # verbatim
 
 
@@ -145,7 +140,7 @@ async def test_insufficient_balance_stops_every_further_create() -> None:
     cloud = stocked_cloud()
     cloud.balance = 0
     result = await place(cloud)
-    assert result.stopped_by is oc.Outcome.INSUFFICIENT_BALANCE
+    assert result.stopped_by is answers.CallOutcome.INSUFFICIENT_BALANCE
     assert len(creates(cloud)) == 1
     assert not result.capacity_unavailable
 
@@ -155,7 +150,7 @@ async def test_forbidden_candidate_is_skipped_but_all_forbidden_is_no_capacity_p
     cloud.faults.next("createPod", faults.Refuse(status=403, detail="no access to this pool"))
     result = await place(cloud)
     assert result.created
-    assert result.failures[0].outcome is oc.Outcome.FORBIDDEN
+    assert result.failures[0].outcome is answers.CallOutcome.FORBIDDEN
 
     read_only = stocked_cloud()
     async with client_for(read_only, api_key="ro-key") as client:
@@ -167,7 +162,7 @@ async def test_forbidden_candidate_is_skipped_but_all_forbidden_is_no_capacity_p
             cloud="SECURE",
             max_attempts=5,
         )
-    assert {f.outcome for f in refused.failures} == {oc.Outcome.FORBIDDEN}
+    assert {f.outcome for f in refused.failures} == {answers.CallOutcome.FORBIDDEN}
     assert not refused.capacity_unavailable
 
 
@@ -184,7 +179,7 @@ async def test_contract_violation_422_stops_but_a_400_rule_error_tries_the_next(
     cloud = stocked_cloud()
     cloud.faults.next("createPod", faults.Refuse(status=422, detail="body.name: bad"))
     result = await place(cloud)
-    assert result.stopped_by is oc.Outcome.REJECTED
+    assert result.stopped_by is answers.CallOutcome.REJECTED
     assert len(creates(cloud)) == 1
 
     cloud = stocked_cloud()
@@ -192,7 +187,7 @@ async def test_contract_violation_422_stops_but_a_400_rule_error_tries_the_next(
     result = await place(cloud)
     assert result.created
     assert len(creates(cloud)) == 2
-    assert result.failures[0].outcome is oc.Outcome.REJECTED
+    assert result.failures[0].outcome is answers.CallOutcome.REJECTED
 
 
 async def test_rule_errors_on_every_candidate_are_not_reported_as_no_gpu() -> None:
@@ -225,8 +220,8 @@ async def test_unreadable_catalog_still_tries_candidates_in_order() -> None:
     assert result.failures[0].candidate == Candidate(RTX4090, "EU-RO-1", "SECURE")
 
 
-async def test_excluded_datacenters_are_neither_tried_nor_reported_as_tried() -> None:
+async def test_only_the_datacenters_placement_allowed_are_tried_and_reported() -> None:
     cloud = stocked_cloud()
-    result = await place(cloud, exclude=frozenset({"EU-RO-1"}))
+    result = await place(cloud, datacenters=("EU-SE-1",))
     assert result.winner == Candidate(RTX4090, "EU-SE-1", "SECURE")
     assert result.datacenters == ("EU-SE-1",)

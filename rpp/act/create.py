@@ -1,0 +1,223 @@
+"""Act: create one pod, trying candidates until RunPod answers 201.
+
+Where it sits: act, called by the executor (rpp/act/executor.py) for a CreatePod
+effect in Manage mode. Where a pod may go and in which order is decided by
+rpp/decide/placement.py; this module does the I/O: it reads RunPod's GPU catalog once,
+asks placement to order the candidates by it, then calls create once per candidate, in
+order, until one answers 201, and reports the result as an `EffectResult`.
+
+What each refusal means for the loop, per RunPod's create table:
+- NoCapacity (400, "no longer any instances...") and other 400s: next candidate. A rule
+  violation fails the same way everywhere; the report keeps every detail verbatim, so
+  the pool can tell "no stock" from "bad request" (`capacity_unavailable`).
+- Forbidden (403): this account cannot use that pool; next candidate.
+- InsufficientBalance (402), Unauthorized (401), Rejected by 422, NotFound (the template
+  does not exist), RateLimited past the deadline: stop, no candidate can succeed now.
+- Unknown (5xx, timeout after sending): STOP. A pod may exist; creating on the next
+  candidate could make two. The next list finds it by its unique name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from rpp.adapters.runpod import answers
+from rpp.adapters.runpod.catalog import GpuCatalog
+from rpp.adapters.runpod.client import RunPodClient
+from rpp.adapters.runpod.wire import PodRequest
+from rpp.decide.placement import Candidate, order_candidates
+from rpp.model.effects import CreatePod
+from rpp.model.observations import RunPodPod
+from rpp.model.records import CapacityRefusal
+from rpp.model.results import EffectResult, Result
+from rpp.model.spec import RunPodPoolSpec
+
+# The most candidates one create may try (each a RunPod call).
+MAX_CREATE_ATTEMPTS = 12
+
+# Refusals after which the next candidate may still succeed.
+_NEXT_CANDIDATE = frozenset({answers.CallOutcome.NO_CAPACITY, answers.CallOutcome.FORBIDDEN})
+
+
+async def create_pod(
+    runpod: RunPodClient,
+    *,
+    spec: RunPodPoolSpec,
+    effect: CreatePod,
+    env: Mapping[str, str],
+    now: dt.datetime,
+) -> EffectResult:
+    """Carry out one CreatePod: the pod created, or why none was (a value, never raised)."""
+    request = PodRequest(
+        name=effect.name,
+        image=spec.image,
+        template_id=spec.template_id,
+        env=dict(env),
+        ports=(f"{spec.port}/http",),
+    )
+    report = await create_first_available(
+        runpod,
+        request,
+        gpu_types=effect.gpu_types or spec.gpu_types,
+        datacenters=effect.datacenters,
+        cloud=effect.cloud or spec.cloud,
+        max_attempts=MAX_CREATE_ATTEMPTS,
+    )
+    if report.created:
+        return EffectResult(effect, Result.CREATED, report.describe(), pod=report.pod)
+    if report.outcome_unknown:
+        return EffectResult(effect, Result.UNKNOWN, report.describe())
+    capacity = None
+    if report.capacity_unavailable:
+        capacity = CapacityRefusal(
+            time=now,
+            gpu_types=report.gpu_types,
+            cloud=report.cloud,
+            datacenters=report.datacenters,
+            message=report.last_detail or report.describe(),
+        )
+    return EffectResult(effect, Result.REFUSED, report.describe(), capacity=capacity)
+
+
+@dataclass(frozen=True)
+class CandidateFailure:
+    """Why one candidate did not give a pod; `detail` is RunPod's text, verbatim."""
+
+    candidate: Candidate
+    outcome: answers.CallOutcome
+    status: int | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class CreateReport:
+    """What one create across the candidates did: the pod and the winning candidate,
+    or why there is none.
+
+    `no_stock` lists the candidates the catalog showed without stock (never called);
+    `failures` the ones RunPod refused, in the order tried. `stopped_by` is set when a
+    refusal ended the loop early (402, 401, 422, Unknown...).
+    """
+
+    gpu_types: tuple[str, ...]
+    datacenters: tuple[str, ...]
+    cloud: str
+    pod: RunPodPod | None = None
+    winner: Candidate | None = None
+    failures: tuple[CandidateFailure, ...] = ()
+    no_stock: tuple[Candidate, ...] = ()
+    stopped_by: answers.CallOutcome | None = None
+    catalog_error: str | None = None
+
+    @property
+    def created(self) -> bool:
+        return self.pod is not None
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """A pod may exist although no 201 came back: look it up by name next loop."""
+        return self.stopped_by is answers.CallOutcome.UNKNOWN
+
+    @property
+    def capacity_unavailable(self) -> bool:
+        """RunPod has no GPU for this pod: candidates lacked stock or were refused for
+        capacity, and none was refused for a reason that is ours to fix.
+
+        False when nothing could be tried at all (placement left no datacenter):
+        that is the pool's limit, not RunPod's stock."""
+        if self.created or self.stopped_by is not None:
+            return False
+        # All 403 is an access problem (a Read Only key), not a shortage of GPUs.
+        short = self.no_stock or any(
+            f.outcome is answers.CallOutcome.NO_CAPACITY for f in self.failures
+        )
+        return bool(short) and all(f.outcome in _NEXT_CANDIDATE for f in self.failures)
+
+    @property
+    def last_detail(self) -> str | None:
+        return self.failures[-1].detail if self.failures else None
+
+    def describe(self) -> str:
+        """One line for the CapacityUnavailable condition and the would:/did: log."""
+        if self.winner is not None:
+            return f"created on {self.winner}"
+        tried = (
+            f"GPU types {', '.join(self.gpu_types) or '(none)'} on {self.cloud} in "
+            f"datacenters {', '.join(self.datacenters) or '(none)'}"
+        )
+        if self.stopped_by is not None:
+            head = f"create stopped ({self.stopped_by.value}) after trying {tried}"
+        elif self.capacity_unavailable:
+            head = f"no GPU available: tried {tried}"
+        else:
+            head = f"no candidate accepted the pod: tried {tried}"
+        parts = [head]
+        if self.no_stock:
+            parts.append(f"{len(self.no_stock)} without stock in the catalog")
+        if self.failures:
+            parts.append(f"RunPod said: {self.failures[-1].detail}")
+        if self.catalog_error:
+            parts.append(f"catalog unread: {self.catalog_error}")
+        return "; ".join(parts)
+
+
+async def create_first_available(
+    client: RunPodClient,
+    request: PodRequest,
+    *,
+    gpu_types: Sequence[str],
+    datacenters: Sequence[str],
+    cloud: str,
+    max_attempts: int,
+) -> CreateReport:
+    """Read the catalog once, then create per candidate in order until one answers 201."""
+    if max_attempts < 1:
+        raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
+    report = CreateReport(
+        gpu_types=tuple(dict.fromkeys(gpu_types)),
+        datacenters=tuple(dict.fromkeys(datacenters)),
+        cloud=cloud,
+    )
+    catalog: GpuCatalog | None = None
+    try:
+        catalog = await client.gpu_catalog(cloud=cloud, gpu_count=request.gpu_count)
+    except (answers.Unauthorized, answers.InsufficientBalance) as error:
+        return replace(report, stopped_by=error.outcome)
+    except answers.RunPodError as error:
+        report = replace(report, catalog_error=str(error))
+    to_try, no_stock = order_candidates(
+        gpu_types=report.gpu_types, datacenters=report.datacenters, cloud=cloud, stock=catalog
+    )
+    report = replace(report, no_stock=tuple(no_stock))
+    failures: list[CandidateFailure] = []
+    for candidate in to_try[:max_attempts]:
+        try:
+            pod = await client.create_pod(
+                request,
+                gpu_type=candidate.gpu_type,
+                datacenter=candidate.datacenter,
+                cloud=candidate.cloud,
+            )
+        except answers.RunPodError as error:
+            failures.append(
+                CandidateFailure(
+                    candidate=candidate,
+                    outcome=error.outcome,
+                    status=error.status,
+                    detail=error.detail or str(error),
+                )
+            )
+            if _stops_the_loop(error):
+                return replace(report, failures=tuple(failures), stopped_by=error.outcome)
+            continue
+        return replace(report, failures=tuple(failures), pod=pod, winner=candidate)
+    return replace(report, failures=tuple(failures))
+
+
+def _stops_the_loop(error: answers.RunPodError) -> bool:
+    if error.outcome in _NEXT_CANDIDATE:
+        return False
+    # A 400 that is not about capacity: RunPod's table says try the next candidate.
+    return not (error.outcome is answers.CallOutcome.REJECTED and error.status == 400)
