@@ -171,3 +171,26 @@ def test_schema_rejects_each_invalid_case_it_can_express(case: str) -> None:
     spec, expected = SCHEMA_REJECTS[case]
     problems = admit(spec)
     assert any(expected in p for p in problems), problems
+
+
+def _nodes(schema: dict[str, Any], path: str = "spec") -> list[tuple[str, dict[str, Any]]]:
+    found = [(path, schema)]
+    for key, sub in schema.get("properties", {}).items():
+        found += _nodes(sub, f"{path}.{key}")
+    if "items" in schema:
+        found += _nodes(schema["items"], f"{path}[]")
+    return found
+
+
+def test_every_schema_node_is_structural_for_the_api_server() -> None:
+    """The pass over pydantic's JSON schema leaves nothing a structural schema forbids."""
+    forbidden = {"$ref", "$defs", "anyOf", "oneOf", "allOf", "additionalProperties", "title"}
+    for path, node in _nodes(spec_schema()):
+        assert "type" in node, path
+        assert not forbidden & set(node), (path, forbidden & set(node))
+        assert node.get("exclusiveMinimum", True) is True, path
+        if path != "spec" and node["type"] == "object":
+            assert node["default"] == {}, path
+    target = spec_schema()["properties"]["autoscaling"]["properties"]["target"]
+    assert (target["minimum"], target["exclusiveMinimum"]) == (0, True)
+    assert spec_schema()["properties"]["templateId"]["nullable"] is True

@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from rpp.model.spec import Mode
 from rpp.model.spec_load import load_pool, load_spec
@@ -124,8 +127,8 @@ def test_mode_is_derived_from_paused_template_and_dry_run(
 def test_spec_is_immutable() -> None:
     spec, _ = load_spec("p", {})
     assert spec is not None
-    with pytest.raises(AttributeError):
-        spec.paused = True  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        spec.paused = True
 
 
 INVALID_CASES = {
@@ -255,3 +258,45 @@ def test_validation_does_not_mutate_its_input() -> None:
     before = copy.deepcopy(obj)
     problems_of(obj)
     assert obj == before
+
+
+def test_lists_and_names_beyond_the_crd_bounds_are_refused_as_the_api_server_would() -> None:
+    problems = problems_of(
+        with_spec(datacenters__allow=[f"DC-{i}" for i in range(65)], gpuTypes=["G" * 129])
+    )
+    assert "spec.datacenters.allow: lists 65 entries; keep it to 64" in problems
+    assert any(p.startswith("spec.gpuTypes[0]: 'GGG") for p in problems), problems
+    assert any(p.endswith("is longer than 128 characters") for p in problems), problems
+
+
+def _leaf_paths(value: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaf_paths(v, (*prefix, k))]
+    return [prefix]
+
+
+LEAVES = _leaf_paths(example()["spec"])
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4)), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(changes=st.dictionaries(st.sampled_from(LEAVES), JUNK, min_size=1, max_size=4))
+def test_any_junk_in_any_field_gets_our_sentences_never_pydantic_wording(
+    changes: dict[tuple[str, ...], Any],
+) -> None:
+    obj = with_spec(**{"__".join(path): value for path, value in changes.items()})
+    pool, problems = load_pool(obj)
+    assert (pool is None) == bool(problems)
+    for problem in problems:
+        assert problem.path.startswith("spec."), problem
+        assert "Input should" not in problem.message, problem
+        assert "should have" not in problem.message, problem
+        assert "Extra inputs" not in problem.message, problem

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from rpp.cli import main
+from rpp.model.spec_load import load_pool, load_spec
 
 ROOT = Path(__file__).parents[1]
 EXAMPLE = ROOT / "examples" / "pool.yaml"
@@ -39,6 +40,18 @@ def test_show_defaults_prints_the_resolved_spec(
     assert resolved["spec"]["limits"]["maxPods"] == 4
     assert resolved["spec"]["drain"]["period"] == "150s"
     assert resolved["spec"]["health"]["replaceWhen"]["slowScrape"]["threshold"] == "2s"
+
+
+def test_show_defaults_output_loads_back_to_the_same_spec(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["validate", "--show-defaults", str(EXAMPLE)]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out.split("\n", 1)[1])
+    pool, problems = load_pool(yaml.safe_load(EXAMPLE.read_text()))
+    again, _ = load_spec("inference", shown["spec"])
+    assert problems == []
+    assert pool is not None
+    assert again == pool.spec
 
 
 def test_invalid_file_lists_every_problem_and_exits_1(

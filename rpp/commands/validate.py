@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from rpp.model import spec as model
-from rpp.model.spec_load import Pool, load_pool, spec_for_storage
+from rpp.model.spec_load import Pool, load_pool
 
 
 def register(subparsers: Any) -> None:
@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             print(f"{prefix}: {summary(pool)}")
             if args.show_defaults:
-                resolved = {"metadata": {"name": pool.name}, "spec": spec_for_storage(pool.spec)}
+                spec = pool.spec.model_dump(mode="json", by_alias=True)
+                resolved = {"metadata": {"name": pool.name}, "spec": spec}
                 sys.stdout.write(yaml.safe_dump(resolved, sort_keys=False))
     return worst

@@ -2,140 +2,76 @@
 
 Where it sits: outside the reconcile loop. `rpp crd` prints what this module builds,
 deploy/crd.yaml and the Helm chart's crds/ are its output, and a test fails when they
-drift. Walking `rpp.model.spec`'s dataclasses means a field added to the model appears in the
-API server's schema with the same type, default, bounds and documentation, and the
-cross-field rules the API server can check are written here as CEL next to the schema.
+drift. pydantic writes the JSON schema of `rpp.model.spec`, CEL rules included, and a
+small pass makes it the structural schema the API server demands (references inlined,
+`nullable` instead of a union with null, a type on every node, OpenAPI 3.0's boolean
+`exclusiveMinimum`), so a field added to the model appears in the API server's schema
+with the same type, default, bounds and documentation.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from types import NoneType, UnionType
 from typing import Any
 
 import yaml
 
 from rpp.model import spec as model
-from rpp.model.durations import DURATION_PATTERN, format_duration
 
-# CEL cost estimation needs bounds on every list and string a rule iterates over.
-_MAX_ITEMS = {"gpuTypes": 32, "adopt": 256, "allow": 64, "deny": 64}
-_MAX_ITEM_LENGTH = 128
-
-# Rules the API server checks on write (x-kubernetes-validations), by object path.
-# Defaults are applied before validation, so defaulted fields can be read directly.
-_CEL_RULES: dict[str, list[dict[str, str]]] = {
-    "replicas": [
-        {
-            "rule": "!has(self.max) || self.min <= self.max",
-            "message": "replicas.min must not be greater than replicas.max",
-        }
-    ],
-    "autoscaling": [
-        {
-            "rule": "!self.enabled || (has(self.query) && size(self.query) > 0)",
-            "message": "autoscaling.query is required when autoscaling is enabled",
-        }
-    ],
-    "datacenters": [
-        {
-            "rule": "self.allow.all(dc, !(dc in self.deny))",
-            "message": "a datacenter cannot be both in datacenters.allow and datacenters.deny",
-        }
-    ],
-    "": [
-        {
-            "rule": "self.nginx.slotPorts >= "
-            "(has(self.replicas.max) ? self.replicas.max : self.replicas.min) + 1",
-            "message": "nginx.slotPorts must be at least replicas.max + 1",
-        },
-        {
-            "rule": "self.paused || self.dryRun || !has(self.templateId) "
-            "|| size(self.datacenters.allow) > 0",
-            "message": "datacenters.allow is required to create pods (dryRun: false)",
-        },
-        {
-            "rule": "!has(self.metricsTokenKey) || has(self.envFromSecret)",
-            "message": "metricsTokenKey needs envFromSecret: the token is read from that Secret",
-        },
-        {
-            "rule": "!has(self.limits.maxPods) || self.limits.maxPods >= self.replicas.min",
-            "message": "limits.maxPods must not be below replicas.min",
-        },
-    ],
-}
+# The key order of a schema node in the CRD (pydantic sorts keys alphabetically); an
+# exclusive minimum becomes OpenAPI 3.0's `minimum` plus `exclusiveMinimum: true` there.
+_ORDER = (
+    "type", "properties", "items", "maxItems", "minItems", "minLength", "maxLength",
+    "minimum", "maximum", "pattern", "exclusiveMinimum", "enum",
+    "x-kubernetes-validations", "default", "nullable", "description",
+)  # fmt: skip
+# JSON-schema keywords a structural schema has no place for: properties are never
+# required (the controller fills derived defaults), unknown fields are pruned by the
+# API server rather than refused, and titles only repeat the field names.
+_DROPPED = {"title", "required", "additionalProperties", "$defs"}
 
 
-def _describe(f: dataclasses.Field[Any]) -> str:
-    doc: str = f.metadata["doc"]
-    derived = f.metadata.get("derived")
-    return f"{doc} Default: {derived}." if derived else doc
-
-
-def _field_schema(hint: Any, f: dataclasses.Field[Any], rel: str) -> dict[str, Any]:
-    meta = f.metadata
-    nullable = isinstance(hint, UnionType) and NoneType in typing.get_args(hint)
-    if nullable:
-        hint = next(a for a in typing.get_args(hint) if a is not NoneType)
-    if dataclasses.is_dataclass(hint):
-        schema = _object_schema(hint, rel)  # type: ignore[arg-type]
-        schema["default"] = {}
-    elif typing.get_origin(hint) is tuple:
-        items: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": _MAX_ITEM_LENGTH}
-        if meta.get("item_pattern"):
-            items["pattern"] = meta["item_pattern"]
-        schema = {"type": "array", "items": items, "maxItems": _MAX_ITEMS[model.json_name(f)]}
-        if meta.get("min_items"):
-            schema["minItems"] = meta["min_items"]
-    elif meta.get("duration"):
-        schema = {"type": "string", "pattern": DURATION_PATTERN}
-    else:
-        schema = {"type": {bool: "boolean", int: "integer", float: "number", str: "string"}[hint]}
-    for key, name in (("minimum", "minimum"), ("maximum", "maximum"), ("pattern", "pattern")):
-        if meta.get(key) is not None:
-            schema[name] = meta[key]
-    if meta.get("exclusive_minimum") is not None:
-        schema["minimum"] = meta["exclusive_minimum"]
-        schema["exclusiveMinimum"] = True
-    if meta.get("enum"):
-        schema["enum"] = list(meta["enum"])
-    if "default" not in schema and not meta.get("derived"):
-        default = _default(f)
-        if default is not None:
-            schema["default"] = format_duration(default) if meta.get("duration") else default
-    if nullable:
-        schema["nullable"] = True
-    schema["description"] = _describe(f)
-    return schema
-
-
-def _default(f: dataclasses.Field[Any]) -> Any:
-    if f.default_factory is not dataclasses.MISSING:
-        value = f.default_factory()
-        return list(value) if isinstance(value, tuple) else None
-    return None if f.default is dataclasses.MISSING else f.default
-
-
-def _object_schema(cls: type, rel: str) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    properties = {
-        model.json_name(f): _field_schema(
-            hints[f.name], f, f"{rel}.{model.json_name(f)}" if rel else model.json_name(f)
-        )
-        for f in dataclasses.fields(cls)
-    }
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if rel in _CEL_RULES:
-        schema["x-kubernetes-validations"] = _CEL_RULES[rel]
-    return schema
+def _structural(node: dict[str, Any], defs: dict[str, Any], *, root: bool) -> dict[str, Any]:
+    """One node of pydantic's JSON schema as a Kubernetes structural schema: references
+    inlined, Optional as `nullable`, every object under the root defaulting to {} (so the
+    API server fills in its fields' defaults), keys in the usual order."""
+    ref = node.get("$ref")
+    node = {**defs[ref.rsplit("/", 1)[-1]], **node} if ref else dict(node)
+    node.pop("$ref", None)
+    options = node.pop("anyOf", None)
+    if options is not None:
+        (kept,) = [o for o in options if o != {"type": "null"}]
+        node = {**_structural(kept, defs, root=False), **node, "nullable": True}
+    if node.get("default", {}) is None:
+        del node["default"]  # null is what an absent optional field means anyway
+    if node.get("type") == "object" and not root:
+        node["default"] = {}
+    unknown = set(node) - set(_ORDER) - _DROPPED
+    if unknown or "type" not in node:
+        raise ValueError(f"no structural schema for {node!r} (unknown keys {sorted(unknown)})")
+    out: dict[str, Any] = {}
+    for key in (k for k in _ORDER if k in node):
+        if key == "properties":
+            out[key] = {k: _structural(v, defs, root=False) for k, v in node[key].items()}
+        elif key == "items":
+            out[key] = _structural(node[key], defs, root=False)
+        elif key == "exclusiveMinimum":
+            out["minimum"], out[key] = node[key], True
+        elif key == "x-kubernetes-validations":  # pydantic sorted them: message, rule
+            out[key] = [{"rule": r["rule"], "message": r["message"]} for r in node[key]]
+        elif key == "description":
+            out[key] = " ".join(node[key].split())  # docstrings wrap; descriptions do not
+        else:
+            out[key] = node[key]
+    return out
 
 
 def spec_schema() -> dict[str, Any]:
-    """The openAPIV3Schema of `.spec`."""
-    schema = _object_schema(model.RunPodPoolSpec, "")
-    schema["description"] = "The desired pool: see examples/pool.yaml for every field."
-    return schema
+    """The openAPIV3Schema of `.spec`, from the model's JSON schema (serialization mode,
+    so durations and their defaults read "150s" as users write them)."""
+    schema = model.RunPodPoolSpec.model_json_schema(by_alias=True, mode="serialization")
+    out = _structural(schema, schema.get("$defs", {}), root=True)
+    out["description"] = "The desired pool: see examples/pool.yaml for every field."
+    return out
 
 
 def _status_schema() -> dict[str, Any]:

@@ -1,42 +1,42 @@
 """Kubernetes-style durations ("150s", "2m", "1h30m", "500ms") used throughout the spec.
 
 The spec stores durations as seconds (float) once parsed; users write them the way
-Kubernetes and Go do. `format_duration` writes the shortest exact form back, so
-`--show-defaults`, status and the CRD's defaults read the way a user would write them.
+Kubernetes and Go do. `durationpy` (installed with the Kubernetes client) does the
+arithmetic; this module only holds the grammar we accept (the same regular expression the
+CRD's `pattern` carries, so the API server and `rpp validate` agree: no days or weeks,
+no sign) and a friendly error. `format_duration` writes the shortest exact form back
+("150s", not durationpy's "2m30s"), so `--show-defaults`, nginx's config and the CRD's
+defaults read the way a user would write them.
 """
 
 from __future__ import annotations
 
 import re
 
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-# The same grammar as a regular expression, for the CRD's `pattern`.
+import durationpy
+
 DURATION_PATTERN = r"^(\d+(\.\d+)?(ms|s|m|h))+$"
+_DURATION = re.compile(DURATION_PATTERN)
 
 
 class DurationError(ValueError):
     """A duration string that does not parse; the message says how to write one."""
 
 
-def parse_duration(text: str) -> float:
+def parse_duration(text: object) -> float:
     """Seconds in a duration such as "150s", "2m", "1h30m" or "500ms"."""
     if not isinstance(text, str):
         raise DurationError(f'expected a duration string such as "150s", got {text!r}')
     stripped = text.strip()
-    pos = 0
-    total = 0.0
-    for match in _PART.finditer(stripped):
-        if match.start() != pos:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    if not stripped or pos != len(stripped):
-        raise DurationError(
-            f"{text!r} is not a duration; write a number with a unit, "
-            'such as "500ms", "150s", "2m", "24h" or "1h30m"'
-        )
-    return total
+    try:
+        if _DURATION.match(stripped):
+            return float(durationpy.from_str(stripped).total_seconds())
+    except (ValueError, OverflowError):
+        pass  # out of range (durationpy.DurationError is a ValueError): the same advice
+    raise DurationError(
+        f"{text!r} is not a duration; write a number with a unit, "
+        'such as "500ms", "150s", "2m", "24h" or "1h30m"'
+    )
 
 
 def format_duration(seconds: float) -> str:

@@ -1,22 +1,29 @@
 """The RunPodPool spec: every field, its type, default and documentation, in one model.
 
-This module is the single source of truth for the spec. The loader
-(`rpp.model.spec_load`) walks these dataclasses to parse and validate what a user wrote, and
-`rpp.model.crd` walks the same dataclasses to generate the CustomResourceDefinition, so the
-two cannot disagree. Each field's metadata (built by `spec_field`) carries its JSON
-name, documentation, and the constraints both consumers enforce.
+Where it sits: the model layer, below everything. These frozen pydantic models are the
+single source of truth for the spec: `rpp.model.spec_load` validates what a user wrote
+against them (and turns pydantic's errors into the sentences `rpp validate` prints), and
+`rpp.model.crd` generates the CustomResourceDefinition from their JSON schema, so the two
+cannot disagree. A rule between fields is written twice, side by side in this module: in
+Python (`cross_field_problems`) and as the CEL rule the API server checks
+(`x-kubernetes-validations` in the class's config).
 
 Decide code receives a fully resolved `RunPodPoolSpec`: derived defaults (namePrefix,
 replicas.max, limits.maxPods, nginx names, prometheus.job) are filled in from the pool
-name by the loader, so nothing downstream handles a missing value.
+name, which the loader passes as the validation context, so nothing downstream handles a
+missing value.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal, Self
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from rpp.model.durations import format_duration
+from rpp.model.spec_fields import Duration, Names, PodIds, Section, cel, problems
 
 API_GROUP = "runpodpool.ownego.com"
 API_VERSION = "v1alpha1"
@@ -24,8 +31,6 @@ KIND = "RunPodPool"
 PLURAL = "runpodpools"
 SHORT_NAME = "rpp"
 
-# RunPod pod ids are lowercase alphanumerics (14 today); a little slack for the future.
-POD_ID_PATTERN = r"^[a-z0-9]{8,32}$"
 # Pool names end up in ConfigMap, Service and pod names: a DNS-1123 label, kept short
 # enough that "<pool>-nginx-config" still fits in 63 characters.
 POOL_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -40,313 +45,226 @@ class Mode(StrEnum):
     MANAGE = "Manage"
 
 
-class Cloud(StrEnum):
-    SECURE = "SECURE"
-    COMMUNITY = "COMMUNITY"
-
-
-def spec_field(
-    default: Any = dataclasses.MISSING,
-    *,
-    doc: str,
-    factory: Any = dataclasses.MISSING,
-    json: str | None = None,
-    duration: bool = False,
-    minimum: float | None = None,
-    exclusive_minimum: float | None = None,
-    maximum: float | None = None,
-    enum: tuple[str, ...] | None = None,
-    pattern: str | None = None,
-    item_pattern: str | None = None,
-    min_items: int | None = None,
-    min_items_hint: str | None = None,
-    derived: str | None = None,
-    example: str | None = None,
-) -> Any:
-    """A dataclass field plus the metadata the loader and the CRD generator read.
-
-    `derived` names the rule that fills the field when the user leaves it out (the
-    value is then computed from the pool name or another field, not a constant);
-    `duration` marks a float of seconds that users write as "150s"; `json` is the
-    camelCase key when it differs from the attribute name.
-    """
-    meta = {
-        "doc": doc,
-        "json": json,
-        "duration": duration,
-        "minimum": minimum,
-        "exclusive_minimum": exclusive_minimum,
-        "maximum": maximum,
-        "enum": enum,
-        "pattern": pattern,
-        "item_pattern": item_pattern,
-        "min_items": min_items,
-        "min_items_hint": min_items_hint,
-        "derived": derived,
-        "example": example,
-    }
-    if factory is not dataclasses.MISSING:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Replicas:
-    min: int = spec_field(1, doc="Pods the pool keeps serving.", minimum=1)
-    max: int = spec_field(
-        doc="Most pods the autoscaler may ask for.", minimum=1, derived="replicas.min"
+class Replicas(Section):
+    model_config = cel(
+        (
+            "!has(self.max) || self.min <= self.max",
+            "replicas.min must not be greater than replicas.max",
+        )
     )
 
-
-@dataclass(frozen=True, kw_only=True)
-class Autoscaling:
-    enabled: bool = spec_field(False, doc="Scale between replicas.min and .max on `query`.")
-    query: str | None = spec_field(
-        None,
-        doc="PromQL returning one value per loop (e.g. average queue per pod); "
-        "$job is replaced by prometheus.job.",
-    )
-    target: float = spec_field(
-        1.0, doc="The query's value per pod the pool aims for.", exclusive_minimum=0
-    )
-    scale_up_stabilization: float = spec_field(
-        120.0,
-        json="scaleUpStabilization",
-        duration=True,
-        doc="Grow only when every recommendation over this window is higher.",
-    )
-    scale_down_stabilization: float = spec_field(
-        1800.0,
-        json="scaleDownStabilization",
-        duration=True,
-        doc="Shrink to the highest recommendation over this window.",
-    )
+    min: int = Field(default=1, ge=1)
+    """Pods the pool keeps serving."""
+    max: int = Field(ge=1)
+    """Most pods the autoscaler may ask for. Default: replicas.min."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Datacenters:
-    allow: tuple[str, ...] = spec_field(
-        factory=tuple,
-        doc="Datacenters pods may be created in, in order of preference; required to create.",
-        example="EU-RO-1",
-    )
-    deny: tuple[str, ...] = spec_field(factory=tuple, doc="Datacenters never used.")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Limits:
-    max_pods: int = spec_field(
-        json="maxPods",
-        minimum=0,
-        derived="2 x replicas.min",
-        doc="Hard cap on pool pods at any moment, replacements included.",
-    )
-    max_hourly_cost_usd: float = spec_field(
-        0.0,
-        json="maxHourlyCostUsd",
-        minimum=0,
-        doc="Hard cap on the pool's cost per hour in USD; 0 means never create.",
-    )
-    max_creates_per_hour: int = spec_field(
-        3, json="maxCreatesPerHour", minimum=0, doc="Creates allowed in any hour."
-    )
-    estimated_pod_cost_usd: float = spec_field(
-        1.0,
-        json="estimatedPodCostUsd",
-        minimum=0,
-        doc="Price per hour assumed for a pod not created yet (checked against the cost cap).",
+class Autoscaling(Section):
+    model_config = cel(
+        (
+            "!self.enabled || (has(self.query) && size(self.query) > 0)",
+            "autoscaling.query is required when autoscaling is enabled",
+        )
     )
 
-
-@dataclass(frozen=True, kw_only=True)
-class Drain:
-    period: float = spec_field(
-        150.0, duration=True, doc="How long a pod stays out of nginx before it goes."
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class Nginx:
-    config_map: str = spec_field(
-        json="configMap", derived="<pool>-nginx-config", doc="The static nginx ConfigMap."
-    )
-    slots_config_map: str = spec_field(
-        json="slotsConfigMap",
-        derived="<pool>-nginx-slots",
-        doc="The ConfigMap only the controller writes: the slots nginx includes.",
-    )
-    service: str = spec_field(derived="<pool>", doc="The Service clients call.")
-    base_port: int = spec_field(
-        8081, json="basePort", minimum=1024, maximum=65535, doc="First slot port."
-    )
-    read_timeout: float = spec_field(
-        120.0, json="readTimeout", duration=True, doc="nginx proxy_read_timeout for pods."
-    )
-    slot_ports: int = spec_field(
-        4,
-        json="slotPorts",
-        minimum=1,
-        maximum=256,
-        doc="Slot ports nginx has, from basePort up; must cover replicas.max + 1.",
-    )
+    enabled: bool = False
+    """Scale between replicas.min and .max on `query`."""
+    query: str | None = None
+    """PromQL returning one value per loop (e.g. average queue per pod); $job is replaced by
+    prometheus.job."""
+    target: float = Field(default=1.0, gt=0)
+    """The query's value per pod the pool aims for."""
+    scale_up_stabilization: Duration = 120.0
+    """Grow only when every recommendation over this window is higher."""
+    scale_down_stabilization: Duration = 1800.0
+    """Shrink to the highest recommendation over this window."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Probe:
-    health_path: str = spec_field(
-        "/health", json="healthPath", pattern=r"^/", doc="Path that answers 200 when healthy."
-    )
-    metrics_path: str = spec_field(
-        "/metrics", json="metricsPath", pattern=r"^/", doc="Prometheus metrics path."
-    )
-    token_param: str = spec_field(
-        "token", json="tokenParam", doc="Query parameter that carries the metrics token."
-    )
-    require_metric: str | None = spec_field(
-        None, json="requireMetric", doc="A metric name the metrics page must contain."
-    )
-    timeout: float = spec_field(
-        10.0, duration=True, doc="Per-request probe timeout; above the SlowScrape threshold."
+class Datacenters(Section):
+    model_config = cel(
+        (
+            "self.allow.all(dc, !(dc in self.deny))",
+            "a datacenter cannot be both in datacenters.allow and datacenters.deny",
+        )
     )
 
-
-@dataclass(frozen=True, kw_only=True)
-class Prometheus:
-    job: str = spec_field(derived="<pool>-pods", doc="Scrape job name; replaces $job.")
-    latency_query: str | None = spec_field(
-        None,
-        json="latencyQuery",
-        doc="PromQL: average request time per pod, one series per runpod_pod label.",
-    )
-    error_ratio_query: str | None = spec_field(
-        None,
-        json="errorRatioQuery",
-        doc="PromQL: 5xx share of requests per pod, one series per runpod_pod label.",
-    )
+    allow: Names = Field(default=(), max_length=64)
+    """Datacenters pods may be created in, in order of preference; required to create."""
+    deny: Names = Field(default=(), max_length=64)
+    """Datacenters never used."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class UnreachableRule:
-    duration: float = spec_field(
-        120.0, duration=True, doc="Flag after the health or metrics probe fails this long."
-    )
+class Limits(Section):
+    max_pods: int = Field(ge=0)
+    """Hard cap on pool pods at any moment, replacements included. Default: 2 x replicas.min."""
+    max_hourly_cost_usd: float = Field(default=0.0, ge=0)
+    """Hard cap on the pool's cost per hour in USD; 0 means never create."""
+    max_creates_per_hour: int = Field(default=3, ge=0)
+    """Creates allowed in any hour."""
+    estimated_pod_cost_usd: float = Field(default=1.0, ge=0)
+    """Price per hour assumed for a pod not created yet (checked against the cost cap)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class SlowScrapeRule:
-    threshold: float = spec_field(
-        2.0, duration=True, doc="A metrics probe slower than this is a breach."
-    )
-    duration: float = spec_field(600.0, duration=True, doc="Flag after breaching this long.")
+class Drain(Section):
+    period: Duration = 150.0
+    """How long a pod stays out of nginx before it goes."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class RelativeLatencyRule:
-    threshold: float = spec_field(
-        4.0,
-        exclusive_minimum=1,
-        doc="Breach when a pod's average request time is above this many times the "
-        "median of the other pods.",
-    )
-    duration: float = spec_field(600.0, duration=True, doc="Flag after breaching this long.")
+class Nginx(Section):
+    config_map: str
+    """The static nginx ConfigMap. Default: <pool>-nginx-config."""
+    slots_config_map: str
+    """The ConfigMap only the controller writes: the slots nginx includes. Default:
+    <pool>-nginx-slots."""
+    service: str
+    """The Service clients call. Default: <pool>."""
+    base_port: int = Field(default=8081, ge=1024, le=65535)
+    """First slot port."""
+    read_timeout: Duration = 120.0
+    """nginx proxy_read_timeout for pods."""
+    slot_ports: int = Field(default=4, ge=1, le=256)
+    """Slot ports nginx has, from basePort up; must cover replicas.max + 1."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ErrorRateRule:
-    threshold: float = spec_field(
-        0.05,
-        exclusive_minimum=0,
-        maximum=1,
-        doc="Breach when the 5xx share of requests is above this ratio.",
-    )
-    duration: float = spec_field(300.0, duration=True, doc="Flag after breaching this long.")
+class Probe(Section):
+    health_path: str = Field(default="/health", pattern=r"^/")
+    """Path that answers 200 when healthy."""
+    metrics_path: str = Field(default="/metrics", pattern=r"^/")
+    """Prometheus metrics path."""
+    token_param: str = "token"
+    """Query parameter that carries the metrics token."""
+    require_metric: str | None = None
+    """A metric name the metrics page must contain."""
+    timeout: Duration = 10.0
+    """Per-request probe timeout; above the SlowScrape threshold."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ReplaceWhen:
-    unreachable: UnreachableRule = spec_field(factory=UnreachableRule, doc="Unreachable rule.")
-    slow_scrape: SlowScrapeRule = spec_field(
-        factory=SlowScrapeRule, json="slowScrape", doc="SlowScrape rule."
-    )
-    relative_latency: RelativeLatencyRule = spec_field(
-        factory=RelativeLatencyRule,
-        json="relativeLatency",
-        doc="RelativeLatency rule; needs prometheus.latencyQuery.",
-    )
-    error_rate: ErrorRateRule = spec_field(
-        factory=ErrorRateRule, json="errorRate", doc="ErrorRate rule; needs errorRatioQuery."
-    )
-    host_notice: bool = spec_field(
-        False,
-        json="hostNotice",
-        doc="Replace pods whose machine has a RunPod note or maintenance window "
-        "(otherwise only the HostNotice condition).",
-    )
+class Prometheus(Section):
+    job: str
+    """Scrape job name; replaces $job. Default: <pool>-pods."""
+    latency_query: str | None = None
+    """PromQL: average request time per pod, one series per runpod_pod label."""
+    error_ratio_query: str | None = None
+    """PromQL: 5xx share of requests per pod, one series per runpod_pod label."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class Health:
-    warmup_timeout: float = spec_field(
-        900.0,
-        json="warmupTimeout",
-        duration=True,
-        doc="A new pod not passing 3 probes in a row by then is terminated.",
-    )
-    replace_when: ReplaceWhen = spec_field(
-        factory=ReplaceWhen, json="replaceWhen", doc="When a pod is flagged for replacement."
-    )
+class UnreachableRule(Section):
+    duration: Duration = 120.0
+    """Flag after the health or metrics probe fails this long."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunPodPoolSpec:
+class SlowScrapeRule(Section):
+    threshold: Duration = 2.0
+    """A metrics probe slower than this is a breach."""
+    duration: Duration = 600.0
+    """Flag after breaching this long."""
+
+
+class RelativeLatencyRule(Section):
+    threshold: float = Field(default=4.0, gt=1)
+    """Breach when a pod's average request time is above this many times the median of the
+    other pods."""
+    duration: Duration = 600.0
+    """Flag after breaching this long."""
+
+
+class ErrorRateRule(Section):
+    threshold: float = Field(default=0.05, gt=0, le=1)
+    """Breach when the 5xx share of requests is above this ratio."""
+    duration: Duration = 300.0
+    """Flag after breaching this long."""
+
+
+class ReplaceWhen(Section):
+    unreachable: UnreachableRule = Field(default_factory=UnreachableRule)
+    """Unreachable rule."""
+    slow_scrape: SlowScrapeRule = Field(default_factory=SlowScrapeRule)
+    """SlowScrape rule."""
+    relative_latency: RelativeLatencyRule = Field(default_factory=RelativeLatencyRule)
+    """RelativeLatency rule; needs prometheus.latencyQuery."""
+    error_rate: ErrorRateRule = Field(default_factory=ErrorRateRule)
+    """ErrorRate rule; needs errorRatioQuery."""
+    host_notice: bool = False
+    """Replace pods whose machine has a RunPod note or maintenance window (otherwise only the
+    HostNotice condition)."""
+
+
+class Health(Section):
+    warmup_timeout: Duration = 900.0
+    """A new pod not passing 3 probes in a row by then is terminated."""
+    replace_when: ReplaceWhen = Field(default_factory=ReplaceWhen)
+    """When a pod is flagged for replacement."""
+
+
+class RunPodPoolSpec(Section):
     """The whole spec of one pool, every default resolved."""
 
-    paused: bool = spec_field(False, doc="Kill switch: no change from the next loop on.")
-    dry_run: bool = spec_field(
-        True, json="dryRun", doc="Plan only; set false to let the controller act (Manage)."
+    model_config = cel(
+        (
+            "self.nginx.slotPorts >= "
+            "(has(self.replicas.max) ? self.replicas.max : self.replicas.min) + 1",
+            "nginx.slotPorts must be at least replicas.max + 1",
+        ),
+        (
+            "self.paused || self.dryRun || !has(self.templateId) "
+            "|| size(self.datacenters.allow) > 0",
+            "datacenters.allow is required to create pods (dryRun: false)",
+        ),
+        (
+            "!has(self.metricsTokenKey) || has(self.envFromSecret)",
+            "metricsTokenKey needs envFromSecret: the token is read from that Secret",
+        ),
+        (
+            "!has(self.limits.maxPods) || self.limits.maxPods >= self.replicas.min",
+            "limits.maxPods must not be below replicas.min",
+        ),
     )
-    template_id: str | None = spec_field(
-        None, json="templateId", doc="RunPod template pods are created from; none = Observe."
+
+    paused: bool = False
+    """Kill switch: no change from the next loop on."""
+    dry_run: bool = True
+    """Plan only; set false to let the controller act (Manage)."""
+    template_id: str | None = None
+    """RunPod template pods are created from; none = Observe."""
+    image: str | None = None
+    """Container image; changing it rolls pods in place. None = the template's."""
+    # minItems for the CRD: _some_gpu_type checks it, with a remedy.
+    gpu_types: Names = Field(
+        default=("NVIDIA GeForce RTX 4090",), max_length=32, json_schema_extra={"minItems": 1}
     )
-    image: str | None = spec_field(
-        None, doc="Container image; changing it rolls pods in place. None = the template's."
-    )
-    gpu_types: tuple[str, ...] = spec_field(
-        factory=lambda: ("NVIDIA GeForce RTX 4090",),
-        json="gpuTypes",
-        min_items=1,
-        min_items_hint="list at least one RunPod GPU type, e.g. NVIDIA GeForce RTX 4090",
-        doc="GPU types, tried in order.",
-    )
-    cloud: str = spec_field("SECURE", enum=("SECURE", "COMMUNITY"), doc="RunPod cloud.")
-    name_prefix: str = spec_field(
-        json="namePrefix",
-        derived="rpp-<pool>-",
-        pattern=r"^[a-z0-9][-a-z0-9]*-$",
-        doc="Pods named with this prefix are owned by the pool.",
-    )
-    adopt: tuple[str, ...] = spec_field(
-        factory=tuple, item_pattern=POD_ID_PATTERN, doc="Existing RunPod pod ids to take over."
-    )
-    replicas: Replicas = spec_field(doc="Pool size.")
-    autoscaling: Autoscaling = spec_field(factory=Autoscaling, doc="Autoscaling (off).")
-    datacenters: Datacenters = spec_field(factory=Datacenters, doc="Where pods may run.")
-    max_per_datacenter: int = spec_field(
-        1, json="maxPerDatacenter", minimum=1, doc="Most pool pods in one datacenter."
-    )
-    limits: Limits = spec_field(doc="Hard caps that block creates.")
-    drain: Drain = spec_field(factory=Drain, doc="Draining.")
-    nginx: Nginx = spec_field(doc="The nginx in front of the pods.")
-    env_from_secret: str | None = spec_field(
-        None, json="envFromSecret", doc="Secret whose every key goes to the pods as env."
-    )
-    metrics_token_key: str | None = spec_field(
-        None, json="metricsTokenKey", doc="Key in envFromSecret holding the metrics token."
-    )
-    port: int = spec_field(80, minimum=1, maximum=65535, doc="The pods' HTTP port.")
-    probe: Probe = spec_field(factory=Probe, doc="How pods are probed.")
-    prometheus: Prometheus = spec_field(doc="Per-pod Prometheus queries.")
-    health: Health = spec_field(factory=Health, doc="Health rules.")
+    """GPU types, tried in order."""
+    cloud: Literal["SECURE", "COMMUNITY"] = "SECURE"
+    """RunPod cloud."""
+    name_prefix: str = Field(pattern=r"^[a-z0-9][-a-z0-9]*-$")
+    """Pods named with this prefix are owned by the pool. Default: rpp-<pool>-."""
+    adopt: PodIds = Field(default=(), max_length=256)
+    """Existing RunPod pod ids to take over."""
+    replicas: Replicas
+    """Pool size."""
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling)
+    """Autoscaling (off)."""
+    datacenters: Datacenters = Field(default_factory=Datacenters)
+    """Where pods may run."""
+    max_per_datacenter: int = Field(default=1, ge=1)
+    """Most pool pods in one datacenter."""
+    limits: Limits
+    """Hard caps that block creates."""
+    drain: Drain = Field(default_factory=Drain)
+    """Draining."""
+    nginx: Nginx
+    """The nginx in front of the pods."""
+    env_from_secret: str | None = None
+    """Secret whose every key goes to the pods as env."""
+    metrics_token_key: str | None = None
+    """Key in envFromSecret holding the metrics token."""
+    port: int = Field(default=80, ge=1, le=65535)
+    """The pods' HTTP port."""
+    probe: Probe = Field(default_factory=Probe)
+    """How pods are probed."""
+    prometheus: Prometheus
+    """Per-pod Prometheus queries."""
+    health: Health = Field(default_factory=Health)
+    """Health rules."""
 
     @property
     def mode(self) -> Mode:
@@ -355,20 +273,96 @@ class RunPodPoolSpec:
             return Mode.OBSERVE
         return Mode.DRY_RUN if self.dry_run else Mode.MANAGE
 
+    @field_validator("gpu_types", mode="before")
+    @classmethod
+    def _some_gpu_type(cls, raw: Any) -> Any:
+        if raw == []:
+            raise problems(
+                ("", "is empty; list at least one RunPod GPU type, e.g. NVIDIA GeForce RTX 4090")
+            )
+        return raw
 
-def json_name(f: dataclasses.Field[Any]) -> str:
-    """The key users write for a dataclass field (camelCase)."""
-    return f.metadata.get("json") or f.name
+    @model_validator(mode="before")
+    @classmethod
+    def _derive(cls, raw: Any, info: ValidationInfo) -> Any:
+        """Fill what the user left out (or wrote as null) of the fields whose default
+        follows from the pool name (the context) and replicas.min."""
+        pool = (info.context or {}).get("pool")
+        raw = {} if raw is None else raw
+        if pool is None or not isinstance(raw, Mapping):
+            return raw
+        replicas = raw.get("replicas")
+        size = replicas.get("min") if isinstance(replicas, Mapping) else None
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            size = 1  # invalid (and reported): derive from the default instead
+        derived: dict[str, Any] = {
+            "namePrefix": f"rpp-{pool}-",
+            "replicas": {"max": size},
+            "limits": {"maxPods": 2 * size},
+            "nginx": {
+                "configMap": f"{pool}-nginx-config",
+                "slotsConfigMap": f"{pool}-nginx-slots",
+                "service": pool,
+            },
+            "prometheus": {"job": f"{pool}-pods"},
+        }
+        out = dict(raw)
+        for key, value in derived.items():
+            given = out.get(key)
+            if not isinstance(value, dict):
+                out[key] = value if given is None else given
+            elif given is None or isinstance(given, Mapping):
+                given = given or {}
+                out[key] = {**given, **{k: v for k, v in value.items() if given.get(k) is None}}
+        return out
+
+    @model_validator(mode="after")
+    def _fields_agree(self) -> Self:
+        found = tuple(cross_field_problems(self))
+        if found:
+            raise problems(*found)
+        return self
 
 
-def derived_defaults(pool: str, *, replicas_min: int) -> dict[str, Any]:
-    """Values of the derived fields, by dotted JSON path, for a pool of that name."""
-    return {
-        "namePrefix": f"rpp-{pool}-",
-        "replicas.max": replicas_min,
-        "limits.maxPods": 2 * replicas_min,
-        "nginx.configMap": f"{pool}-nginx-config",
-        "nginx.slotsConfigMap": f"{pool}-nginx-slots",
-        "nginx.service": pool,
-        "prometheus.job": f"{pool}-pods",
-    }
+def cross_field_problems(spec: RunPodPoolSpec) -> Iterator[tuple[str, str]]:
+    """Rules between fields, as (".field.path", sentence); each also stands as a CEL rule
+    above where the API server can check it."""
+    r, lim, ngx = spec.replicas, spec.limits, spec.nginx
+    if r.min > r.max:
+        yield ".replicas", f"min ({r.min}) is greater than max ({r.max}); raise max or lower min"
+    if ngx.slot_ports < r.max + 1:
+        yield (
+            ".nginx.slotPorts",
+            f"{ngx.slot_ports} slot ports cannot hold replicas.max ({r.max}) plus one "
+            f"replacement; set slotPorts to at least {r.max + 1}",
+        )
+    if ngx.base_port + ngx.slot_ports - 1 > 65535:
+        yield ".nginx.slotPorts", "basePort + slotPorts runs past port 65535"
+    for dc in [dc for dc in spec.datacenters.allow if dc in spec.datacenters.deny]:
+        yield ".datacenters.deny", f"{dc!r} is both allowed and denied; remove it from one list"
+    if spec.mode is Mode.MANAGE and not spec.datacenters.allow:
+        yield (
+            ".datacenters.allow",
+            "required to create pods (dryRun: false); list the datacenters pods may use, "
+            "in order of preference",
+        )
+    if lim.max_pods < r.min:
+        yield (
+            ".limits.maxPods",
+            f"{lim.max_pods} is below replicas.min ({r.min}); the pool could never reach its size",
+        )
+    if spec.autoscaling.enabled and not (spec.autoscaling.query or "").strip():
+        yield (
+            ".autoscaling.query",
+            "required when autoscaling is enabled; give a PromQL query returning one value",
+        )
+    if spec.metrics_token_key and not spec.env_from_secret:
+        yield ".metricsTokenKey", "needs envFromSecret: the token is read from that Secret"
+    slow = spec.health.replace_when.slow_scrape.threshold
+    if spec.probe.timeout <= slow:
+        yield (
+            ".probe.timeout",
+            f"{format_duration(spec.probe.timeout)} must be longer than "
+            f"health.replaceWhen.slowScrape.threshold ({format_duration(slow)}), "
+            "or slow scrapes would count as failures",
+        )

@@ -3,7 +3,6 @@ never write to RunPod (even a Read Only key suffices); paused stops every change
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ def test_dry_run_plans_exactly_the_actions_manage_performs(
     def twin(**kwargs: Any) -> Decision:
         managed = decide(**kwargs)
         spec: RunPodPoolSpec = kwargs["spec"]
-        dry = decide(**{**kwargs, "spec": dataclasses.replace(spec, dry_run=True)})
+        dry = decide(**{**kwargs, "spec": spec.model_copy(update={"dry_run": True})})
         planned = [a.detail for a in dry.status.planned_actions]
         compared.append((actions(managed), planned))
         assert dry.status.planned == len(planned)
