@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from rpp.controller.leader import LeaderElector
-from rpp.controller.loop import RECONCILE_FAILED
 from rpp.controller.reconcile import PoolResult
+from rpp.controller.reconcile_failed import RECONCILE_FAILED
 from rpp.model.status import PoolStatus
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World

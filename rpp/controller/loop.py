@@ -7,12 +7,10 @@ pools concurrently through `PoolReconciler`. `rpp run` drives it under leader el
 the simulator drives the very same loop on virtual time.
 
 Isolation: a pool whose reconcile raises (a bug) or overruns its time budget gets a
-`ReconcileFailed` condition and a Warning Event; the other pools carry on, and the next
-reconcile that completes clears it. One reconcile of a pool runs at a time (a lock per
-pool), so a spec-change reconcile never races the periodic one.
-
-Spec changes: a watch on the RunPodPools notices every generation bump (or a new
-pool) and reconciles that pool at once, with its own listing.
+`ReconcileFailed` condition (rpp/controller/reconcile_failed.py); the other pools carry
+on. One reconcile of a pool runs at a time (a lock per pool), so a spec-change
+reconcile (rpp/controller/watch.py) never races the periodic one. How the loop is
+doing is kept for /healthz (rpp/controller/health.py).
 
 Stopping: when `stop` is set (SIGTERM), the reconciles under way finish (actions carried
 out, status written) and nothing new starts. When leadership is lost, the loop is
@@ -30,22 +28,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rpp.adapters.clock import Clock
-from rpp.adapters.kube.api import Conflict, EventType, KubeApi, KubeError, NotFound
+from rpp.adapters.kube.api import KubeApi, KubeError, NotFound
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
+from rpp.controller.health import LoopProgress
 from rpp.controller.leader import LeaderElector
 from rpp.controller.metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
-from rpp.model.codec import StatusFormatError
-from rpp.model.records import bounded
-from rpp.model.status import PoolStatus
+from rpp.controller.reconcile_failed import ReconcileFailures
+from rpp.controller.watch import PoolWatch, generation, pool_name
 
-log = logging.getLogger("rpp.controller.loop")
-
-RECONCILE_FAILED = "ReconcileFailed"
-"""The condition a pool gets when its reconcile raised or overran; cleared by the next one."""
-WATCH_RETRY_S = 5.0
-MESSAGE_LIMIT = 300
+log = logging.getLogger("rpp.controller")
 
 
 async def read_shared(runpod: RunPodClient) -> Shared:
@@ -98,13 +91,10 @@ class ControllerLoop:
         self.on_result = on_result
         self._locks: dict[str, asyncio.Lock] = {}
         self._generations: dict[str, int] = {}
-        self._busy: dict[str, float] = {}
         self._done_at: dict[str, float] = {}
         self._stop: asyncio.Event | None = None
-        self._triggered: dict[str, asyncio.Task[None]] = {}
-        self._leading_since: float | None = None
-        self._completed_at: float | None = None
-        self._last_error: str | None = None
+        self.progress = LoopProgress()
+        self.failures = ReconcileFailures(kube=kube, clock=clock, metrics=metrics)
 
     # -- one loop ------------------------------------------------------------------------
 
@@ -115,15 +105,14 @@ class ControllerLoop:
         try:
             pools = await self.kube.list_pools()
         except KubeError as err:
-            self._last_error = f"cannot list RunPodPools: {err}"
-            log.error("%s", self._last_error)
+            self.progress.last_error = f"cannot list RunPodPools: {err}"
+            log.error("%s", self.progress.last_error)
             return []
         shared = await read_shared(self.runpod) if pools else Shared(pods=())
         results = await asyncio.gather(
             *(self._locked(obj, shared, listed_at=listed_at) for obj in pools)
         )
-        self._completed_at = loop.time()
-        self._last_error = None
+        self.progress.completed(loop.time())
         return [r for r in results if r is not None]
 
     async def reconcile_now(self, name: str) -> PoolResult | None:
@@ -138,16 +127,16 @@ class ControllerLoop:
             except KubeError as err:
                 log.warning("pool %s: cannot read it after a change: %s", name, err)
                 return None
-            if _generation(obj) <= self._generations.get(name, -1):
+            if generation(obj) <= self._generations.get(name, -1):
                 return None  # the periodic loop already reconciled this generation
             what = "spec changed" if name in self._generations else "new pool"
-            log.info("pool %s: %s (generation %d), reconciling now", name, what, _generation(obj))
+            log.info("pool %s: %s (generation %d), reconciling now", name, what, generation(obj))
             return await self._reconcile(obj, await read_shared(self.runpod))
 
     async def _locked(
         self, obj: Mapping[str, Any], shared: Shared, *, listed_at: float
     ) -> PoolResult | None:
-        name = _name(obj)
+        name = pool_name(obj)
         async with self._lock(name):
             if self._stopping():
                 return None  # SIGTERM: finish what is under way, start nothing new
@@ -163,10 +152,10 @@ class ControllerLoop:
 
     async def _reconcile(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
         """One pool, isolated: whatever it raises becomes its condition, not the loop's."""
-        name = _name(obj)
+        name = pool_name(obj)
         loop = asyncio.get_running_loop()
-        self._generations[name] = max(self._generations.get(name, -1), _generation(obj))
-        self._busy[name] = loop.time()
+        self._generations[name] = max(self._generations.get(name, -1), generation(obj))
+        self.progress.busy[name] = loop.time()
         try:
             async with asyncio.timeout(self.pool_timeout):
                 result = await self.reconciler.reconcile(obj, shared)
@@ -179,90 +168,15 @@ class ControllerLoop:
                 reason = type(err).__name__
                 message = self._redact(f"the reconcile failed: {reason}: {err}")
                 log.error("pool %s: %s\n%s", name, message, self._trace(err))
-            result = await self._failed(obj, reason=reason, message=message)
+            result = await self.failures.failed(obj, reason=reason, message=message)
         else:
-            await self._recovered(result)
+            await self.failures.recovered(result)
         finally:
-            self._busy.pop(name, None)
+            self.progress.busy.pop(name, None)
             self._done_at[name] = loop.time()
         if self.on_result is not None:
             self.on_result(result)  # the simulator's timeline
         return result
-
-    # -- ReconcileFailed ---------------------------------------------------------------------
-
-    async def _failed(self, obj: Mapping[str, Any], *, reason: str, message: str) -> PoolResult:
-        name = _name(obj)
-        message = bounded(message, MESSAGE_LIMIT)
-        if self.metrics is not None:
-            self.metrics.condition.labels(pool=name, type=RECONCILE_FAILED).set(1)
-        status, written = await self._set_condition(
-            name, obj, true=True, reason=reason, message=message
-        )
-        await self._event(obj, type_="Warning", reason=RECONCILE_FAILED, message=message)
-        return PoolResult(name, None, (), status, written, error=message)
-
-    async def _recovered(self, result: PoolResult) -> None:
-        """Clear ReconcileFailed once a reconcile completes (decide never touches it)."""
-        if self.metrics is not None:
-            self.metrics.condition.labels(pool=result.pool, type=RECONCILE_FAILED).set(0)
-        cond = result.status.condition(RECONCILE_FAILED) if result.status else None
-        if cond is None or cond.status != "True":
-            return
-        try:
-            obj = await self.kube.get_pool(result.pool)
-        except KubeError as err:
-            log.warning("pool %s: cannot clear %s: %s", result.pool, RECONCILE_FAILED, err)
-            return
-        message = "the last reconcile completed"
-        await self._set_condition(
-            result.pool, obj, true=False, reason="Reconciled", message=message
-        )
-        await self._event(
-            obj, type_="Normal", reason=f"{RECONCILE_FAILED}Cleared", message=message
-        )
-
-    async def _event(
-        self, obj: Mapping[str, Any], *, type_: EventType, reason: str, message: str
-    ) -> None:
-        try:
-            await self.kube.emit_event(
-                dict(obj), type_=type_, reason=reason, message=message, now=self.clock.now()
-            )
-        except KubeError as err:
-            log.warning("pool %s: event not recorded: %s", _name(obj), err)
-
-    async def _set_condition(
-        self, name: str, obj: Mapping[str, Any], *, true: bool, reason: str, message: str
-    ) -> tuple[PoolStatus | None, bool]:
-        """Write only this condition over the freshest status; re-read on conflict."""
-        for _ in range(3):
-            try:
-                status = PoolStatus.from_storage(obj.get("status") or {})
-            except StatusFormatError as err:
-                log.error("pool %s: status unreadable, %s not written: %s", name, reason, err)
-                return None, False
-            status = status.with_condition(
-                type=RECONCILE_FAILED,
-                status="True" if true else "False",
-                reason=reason,
-                message=message,
-                now=self.clock.now(),
-                generation=_generation(obj),
-            )
-            version = str(obj.get("metadata", {}).get("resourceVersion", ""))
-            try:
-                try:
-                    await self.kube.replace_pool_status(
-                        name, status=status.for_storage(), resource_version=version
-                    )
-                    return status, True
-                except Conflict:
-                    obj = await self.kube.get_pool(name)  # someone wrote first: on top of it
-            except KubeError as err:
-                log.error("pool %s: %s not written: %s", name, RECONCILE_FAILED, err)
-                return status, False
-        return None, False
 
     def _redact(self, text: str) -> str:
         for secret in self._secrets:
@@ -298,22 +212,28 @@ class ControllerLoop:
                     leading.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await leading
-                self._leading_since = None
+                self.progress.stopped_leading()
             if leading.done() and not leading.cancelled():
                 leading.result()  # a bug in the loop itself surfaces here
 
     async def _lead(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
-        self._leading_since = loop.time()
-        watch = asyncio.create_task(self._watch(), name="rpp-watch")
+        self.progress.started_leading(loop.time())
+        watcher = PoolWatch(
+            kube=self.kube,
+            seen=lambda name: self._generations.get(name, -1),
+            reconcile_now=self.reconcile_now,
+            forget=self._forget,
+        )
+        watch = asyncio.create_task(watcher.run(), name="rpp-watch")
         try:
             while not stop.is_set():
                 started = loop.time()
                 try:
                     await self.loop_once()
                 except Exception as err:  # a bug in the loop itself: report, keep looping
-                    self._last_error = self._redact(f"the loop failed: {err!r}")
-                    log.error("%s\n%s", self._last_error, self._trace(err))
+                    self.progress.last_error = self._redact(f"the loop failed: {err!r}")
+                    log.error("%s\n%s", self.progress.last_error, self._trace(err))
                 wait = max(0.0, started + self.interval - loop.time())
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(wait):
@@ -322,64 +242,22 @@ class ControllerLoop:
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
-            pending = list(self._triggered.values())
-            for task in pending if not stop.is_set() else ():  # SIGTERM: they finish too
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-
-    async def _watch(self) -> None:
-        """Reconcile a pool at once when its generation moves; forget deleted pools."""
-        while True:
-            try:
-                async for event in self.kube.watch_pools():
-                    name = _name(event.pool)
-                    if event.type == "DELETED":
-                        self._forget(name)
-                    elif _generation(event.pool) > self._generations.get(name, -1):
-                        self._trigger(name)
-            except KubeError as err:
-                log.warning("watching RunPodPools: %s; again in %gs", err, WATCH_RETRY_S)
-            await asyncio.sleep(WATCH_RETRY_S)
-
-    def _trigger(self, name: str) -> None:
-        if name in self._triggered and not self._triggered[name].done():
-            return  # one is queued already; it reads the pool when it runs
-
-        async def run() -> None:
-            try:
-                await self.reconcile_now(name)
-            finally:
-                self._triggered.pop(name, None)
-
-        self._triggered[name] = asyncio.create_task(run(), name=f"rpp-changed-{name}")
+            await watcher.finish(cancel=not stop.is_set())  # SIGTERM: they finish too
 
     def _forget(self, name: str) -> None:
+        """A deleted pool: drop what the loop and the metrics keep about it."""
         self._generations.pop(name, None)
         if self.metrics is not None:
             self.metrics.forget(name)
-            with contextlib.suppress(KeyError):
-                self.metrics.condition.remove(name, RECONCILE_FAILED)
-
-    # -- health ----------------------------------------------------------------------------
+        self.failures.forget(name)
 
     def health(self) -> str | None:
-        """None while the loop completes on time; otherwise why it does not."""
-        if self._leading_since is None:
-            return None  # standby: nothing to complete
-        now = asyncio.get_running_loop().time()
-        last = max(self._completed_at or self._leading_since, self._leading_since)
-        if (late := now - last) <= self.stall_after:
-            return None
-        parts = [
-            f"the reconcile loop has not completed for {late:.0f}s "
-            f"(interval {self.interval:g}s, allowed {self.stall_after:g}s)"
-        ]
-        if self._busy:
-            busy = ", ".join(f"{n} for {now - t:.0f}s" for n, t in sorted(self._busy.items()))
-            parts.append(f"still reconciling {busy}")
-        if self._last_error:
-            parts.append(f"last error: {self._last_error}")
-        return "; ".join(parts)
+        """None while the loop completes on time; otherwise why it does not (/healthz)."""
+        return self.progress.stalled(
+            now=asyncio.get_running_loop().time(),
+            interval=self.interval,
+            allowed=self.stall_after,
+        )
 
 
 async def _first(*aws: Any) -> None:
@@ -390,11 +268,3 @@ async def _first(*aws: Any) -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name", "?"))
-
-
-def _generation(obj: Mapping[str, Any]) -> int:
-    return int((obj.get("metadata") or {}).get("generation") or 0)

@@ -5,7 +5,8 @@ Where it sits: the controller loop (rpp/controller/loop.py, and the simulator) c
 machine notices read once for all pools (`Shared`). Everything that does I/O for one
 pool is here or in the adapters it calls; every decision is in rpp/decide/.
 
-The status write is conflict-safe and never blind. On 409 the pool is read again:
+The status write (rpp/controller/status_write.py) is conflict-safe and never blind.
+On 409 the pool is read again:
 - if nothing was carried out this loop (DryRun, Observe, or no action), the loop is
   decided again on the fresh object and written again;
 - if effects were carried out, they are facts now: the new status is written over the
@@ -26,8 +27,9 @@ from typing import Any
 
 from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock
-from rpp.adapters.kube.api import Conflict, KubeApi, KubeError
+from rpp.adapters.kube.api import KubeApi, KubeError
 from rpp.controller.metrics import PoolMetrics
+from rpp.controller.status_write import write_status
 from rpp.decide import fold
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.ownership import owned_pods
@@ -290,47 +292,36 @@ class PoolReconciler:
         shared: Shared | None,
     ) -> bool:
         name = str(obj["metadata"]["name"])
-        version = str(obj["metadata"].get("resourceVersion", ""))
-        for _ in range(3):
+
+        async def on_conflict(fresh: Mapping[str, Any]) -> PoolStatus | None:
+            if not acted and shared is not None:
+                retry = await self._reconcile_without_writing(fresh, shared)
+                if retry is None:
+                    # The re-read pool wants actions this loop did not take: a status
+                    # claiming them would lie. The next loop decides and acts.
+                    log.info("pool %s: changed during the loop; the next loop acts", name)
+                return retry
             try:
-                sent = after.for_storage()
-                stored = await self.kube.replace_pool_status(
-                    name, status=sent, resource_version=version
+                fresh_status = PoolStatus.from_storage(fresh.get("status") or {})
+            except StatusFormatError:
+                fresh_status = None
+            if fresh_status != before:
+                log.error(
+                    "pool %s: status changed while this loop acted; not overwriting it "
+                    "(is a second controller acting on this namespace?)",
+                    name,
                 )
-                kept = stored.get("status") or {}
-                if kept == sent:
-                    self._written[name] = (kept, after)
-                else:  # the API server pruned or changed it: read back what it keeps
-                    self._written.pop(name, None)
-                return True
-            except Conflict:
-                fresh = await self.kube.get_pool(name)
-                version = str(fresh["metadata"].get("resourceVersion", ""))
-                if not acted and shared is not None:
-                    retry = await self._reconcile_without_writing(fresh, shared)
-                    if retry is None:
-                        # The re-read pool wants actions this loop did not take: a status
-                        # claiming them would lie. The next loop decides and acts.
-                        log.info("pool %s: changed during the loop; the next loop acts", name)
-                        return False
-                    after = retry
-                    continue
-                try:
-                    fresh_status = PoolStatus.from_storage(fresh.get("status") or {})
-                except StatusFormatError:
-                    fresh_status = None
-                if fresh_status != before:
-                    log.error(
-                        "pool %s: status changed while this loop acted; not overwriting it "
-                        "(is a second controller acting on this namespace?)",
-                        name,
-                    )
-                    return False
-            except KubeError as err:
-                log.error("pool %s: status not written: %s", name, err)
-                return False
-        log.error("pool %s: status not written after 3 conflicts", name)
-        return False
+                return None
+            return after
+
+        done = await write_status(
+            self.kube, name=name, obj=obj, status=after, on_conflict=on_conflict
+        )
+        if done.stored_as_sent and done.status is not None:
+            self._written[name] = (done.stored, done.status)
+        else:  # not written, or the API server pruned or changed it: read back what it keeps
+            self._written.pop(name, None)
+        return done.written
 
     async def _reconcile_without_writing(
         self, fresh: Mapping[str, Any], shared: Shared

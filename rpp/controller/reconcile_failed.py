@@ -1,0 +1,124 @@
+"""ReconcileFailed: the condition a pool gets when its own reconcile broke.
+
+Where it sits: the controller, outside observe -> decide -> act. The loop
+(rpp/controller/loop.py) isolates pools from each other: when one pool's reconcile
+raises (a bug) or overruns its time budget, the loop calls `failed`, and the pool gets
+a `ReconcileFailed` condition, a Warning Event and its condition gauge set, while the
+other pools carry on. The next reconcile of that pool that completes calls
+`recovered`, which clears the condition with a Normal Event. Decide never sets or
+clears this condition: it cannot see its own failures.
+
+The condition is written alone over the freshest status (rpp/controller/status_write.py
+re-reads on a conflict), so it never erases what a reconcile wrote in between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from rpp.adapters.clock import Clock
+from rpp.adapters.kube.api import EventType, KubeApi, KubeError
+from rpp.controller.metrics import PoolMetrics
+from rpp.controller.reconcile import PoolResult
+from rpp.controller.status_write import write_status
+from rpp.model.codec import StatusFormatError
+from rpp.model.records import bounded
+from rpp.model.status import PoolStatus
+
+log = logging.getLogger("rpp.controller")
+
+RECONCILE_FAILED = "ReconcileFailed"
+"""The condition a pool gets when its reconcile raised or overran; cleared by the next one."""
+MESSAGE_LIMIT = 300
+
+
+class ReconcileFailures:
+    """Sets and clears ReconcileFailed for any pool; one per controller loop."""
+
+    def __init__(self, *, kube: KubeApi, clock: Clock, metrics: PoolMetrics | None) -> None:
+        self.kube = kube
+        self.clock = clock
+        self.metrics = metrics
+
+    async def failed(self, obj: Mapping[str, Any], *, reason: str, message: str) -> PoolResult:
+        """Raise ReconcileFailed on the pool `obj` (its reconcile raised or overran)."""
+        name = _name(obj)
+        message = bounded(message, MESSAGE_LIMIT)
+        if self.metrics is not None:
+            self.metrics.condition.labels(pool=name, type=RECONCILE_FAILED).set(1)
+        status, written = await self._set_condition(
+            name, obj, true=True, reason=reason, message=message
+        )
+        await self._event(obj, type_="Warning", reason=RECONCILE_FAILED, message=message)
+        return PoolResult(name, None, (), status, written, error=message)
+
+    async def recovered(self, result: PoolResult) -> None:
+        """Clear ReconcileFailed once a reconcile of the pool completes."""
+        if self.metrics is not None:
+            self.metrics.condition.labels(pool=result.pool, type=RECONCILE_FAILED).set(0)
+        cond = result.status.condition(RECONCILE_FAILED) if result.status else None
+        if cond is None or cond.status != "True":
+            return
+        try:
+            obj = await self.kube.get_pool(result.pool)
+        except KubeError as err:
+            log.warning("pool %s: cannot clear %s: %s", result.pool, RECONCILE_FAILED, err)
+            return
+        message = "the last reconcile completed"
+        await self._set_condition(
+            result.pool, obj, true=False, reason="Reconciled", message=message
+        )
+        await self._event(
+            obj, type_="Normal", reason=f"{RECONCILE_FAILED}Cleared", message=message
+        )
+
+    def forget(self, name: str) -> None:
+        """A deleted pool: its condition gauge goes too."""
+        if self.metrics is not None:
+            with contextlib.suppress(KeyError):
+                self.metrics.condition.remove(name, RECONCILE_FAILED)
+
+    async def _event(
+        self, obj: Mapping[str, Any], *, type_: EventType, reason: str, message: str
+    ) -> None:
+        try:
+            await self.kube.emit_event(
+                dict(obj), type_=type_, reason=reason, message=message, now=self.clock.now()
+            )
+        except KubeError as err:
+            log.warning("pool %s: event not recorded: %s", _name(obj), err)
+
+    async def _set_condition(
+        self, name: str, obj: Mapping[str, Any], *, true: bool, reason: str, message: str
+    ) -> tuple[PoolStatus | None, bool]:
+        """Write only this condition over the freshest status."""
+
+        async def compose(fresh: Mapping[str, Any]) -> PoolStatus | None:
+            try:
+                status = PoolStatus.from_storage(fresh.get("status") or {})
+            except StatusFormatError as err:
+                log.error("pool %s: status unreadable, %s not written: %s", name, reason, err)
+                return None
+            return status.with_condition(
+                type=RECONCILE_FAILED,
+                status="True" if true else "False",
+                reason=reason,
+                message=message,
+                now=self.clock.now(),
+                generation=int((fresh.get("metadata") or {}).get("generation") or 0),
+            )
+
+        status = await compose(obj)
+        if status is None:
+            return None, False
+        done = await write_status(
+            self.kube, name=name, obj=obj, status=status, on_conflict=compose
+        )
+        return done.status, done.written
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name", "?"))
