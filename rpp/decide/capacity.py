@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rpp.decide import surge_first
 from rpp.decide.ownership import new_pod_name
 from rpp.decide.placement import place
 from rpp.decide.safeguards import Block, create_block
@@ -49,12 +50,10 @@ def wanted_create(
     *, members: Sequence[MemberRecord], desired: int, pool_wide: bool
 ) -> CreateWish | None:
     """The one create this loop asks for: a replacement first, then the pool size."""
-    live = {m.replacement_for for m in members if m.replacement_for and m.phase != Phase.GONE}
-    if not pool_wide:
-        for m in sorted(members, key=lambda m: (m.since, m.pod_id)):
-            if m.phase == Phase.FLAGGED and m.pod_id not in live:
-                rule = m.flagged_rule or "a health rule"
-                return CreateWish(f"replace {m.pod_id} ({rule})", replacement_for=m.pod_id)
+    flagged = surge_first.next_to_replace(members, pool_wide=pool_wide)
+    if flagged is not None:
+        rule = flagged.flagged_rule or "a health rule"
+        return CreateWish(f"replace {flagged.pod_id} ({rule})", replacement_for=flagged.pod_id)
     serving = serving_count(members)
     if serving < desired:
         return CreateWish(f"{serving} of {desired} wanted pods")

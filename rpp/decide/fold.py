@@ -4,14 +4,16 @@ Where it sits: the last step of a loop, between act and the status write. Decide
 planned on the assumption that effects succeed; this is where their real results
 land, so status keeps telling the truth:
 
-- a created pod becomes a Warming member (with its replacement link), the create is
+- a created pod becomes a Warming member, paired with the member it replaces
+  (rpp/decide/surge_first.py), the create is
   logged for limits.maxCreatesPerHour, and a CapacityUnavailable refusal is cleared;
 - a create refused for stock records what was tried (CapacityUnavailable) and waits
   5 minutes; any other refusal waits 5 minutes and does not count toward the hourly
   cap; a create whose result is unknown (timeout, 5xx) counts and waits, and the pod
   is found by its name on the next listing;
-- a refused in-place update is remembered on the member, so its machine rolls back;
-  a rollback sent holds image updates back for 30 minutes;
+- an update's result goes to the update policy (rpp/machines/rollout.py): a refusal is
+  remembered on the member, so its machine rolls back, and a rollback sent holds
+  image updates back for 30 minutes;
 - every result lands in the bounded history.
 """
 
@@ -21,14 +23,13 @@ import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 
-from rpp.machines.member_step import new_member
+from rpp.decide import surge_first
+from rpp.decide.safeguards import CREATE_BACKOFF
+from rpp.machines import rollout
 from rpp.model.effects import CreatePod, RecordEvent, Unwire, UpdatePod, Wire
 from rpp.model.records import HistoryEntry
 from rpp.model.results import EffectResult, Result
 from rpp.model.status import PoolStatus
-
-CREATE_BACKOFF = dt.timedelta(minutes=5)
-UPDATE_BACKOFF = dt.timedelta(minutes=30)
 
 
 def fold(status: PoolStatus, results: Sequence[EffectResult], *, now: dt.datetime) -> PoolStatus:
@@ -50,7 +51,7 @@ def fold(status: PoolStatus, results: Sequence[EffectResult], *, now: dt.datetim
         if isinstance(effect, CreatePod):
             status = _create(status, effect, done, now)
         elif isinstance(effect, UpdatePod):
-            status = _update(status, effect, done, now)
+            status = rollout.after_update(status, effect, done, now)
     return status
 
 
@@ -69,10 +70,7 @@ def _create(
     if done.result is Result.PLANNED:
         return status
     if done.result is Result.CREATED and done.pod is not None:
-        record = new_member(done.pod, now=now, replacement_for=effect.replacement_for)
-        status = status.with_member(record)
-        if effect.replacement_for and (old := status.member(effect.replacement_for)):
-            status = status.with_member(old.replace(replaced_by=record.pod_id))
+        status = surge_first.link_created(status, effect=effect, pod=done.pod, now=now)
         return status.with_create_attempt(
             now, "created", name=effect.name, replacement_for=effect.replacement_for
         ).replace(
@@ -88,20 +86,3 @@ def _create(
     if done.capacity is not None:
         return status.replace(last_capacity_refusal=done.capacity, backoff=backoff)
     return status.replace(backoff=backoff)
-
-
-def _update(
-    status: PoolStatus, effect: UpdatePod, done: EffectResult, now: dt.datetime
-) -> PoolStatus:
-    if done.result is Result.PLANNED:
-        return status
-    if effect.rollback:
-        status = status.replace(
-            backoff=dataclasses.replace(status.backoff, update_until=now + UPDATE_BACKOFF)
-        )
-    member = status.member(effect.pod_id)
-    if member is None or member.update is None:
-        return status
-    refused = None if done.ok else (done.detail or done.result.value)
-    update = dataclasses.replace(member.update, refused=refused)
-    return status.with_member(member.replace(update=update))

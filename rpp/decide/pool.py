@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from rpp.decide import capacity, judgement, steps
+from rpp.decide import capacity, judgement, steps, surge_first
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Transition, settings_for
@@ -102,7 +102,7 @@ def decide(
     conds.clear(Cond.NOT_ACTING, reason="Acting", message="the pool has what it needs to act")
     health = judgement.judge(spec=spec, status=conds.status, obs=obs, now=now, conds=conds)
     planned, real = _drive_members(loop, health)
-    steps.drain_replaced(loop, planned)
+    surge_first.drain_replaced(loop, planned)
     desired = steps.autoscale_size(loop, planned)
     wish = capacity.wanted_create(members=planned, desired=desired, pool_wide=health.pool_wide)
     create = steps.create(loop, wish)

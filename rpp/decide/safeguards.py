@@ -1,4 +1,4 @@
-"""The hard caps and backoffs that may block a create, each with the reason why.
+"""The hard caps and the create backoff that may block a create, each with the reason why.
 
 Where it sits: decide, in front of every CreatePod (pool steps 3 and 4, and the
 autoscaler's growth). A blocked create is not silent: the pool raises CreateBlocked
@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
 from rpp.model.timestamps import to_rfc3339
+
+CREATE_BACKOFF = dt.timedelta(minutes=5)
+"""How long creates wait after one failed (set when the result is folded in)."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ def create_block(
     if until is not None and now < until:
         return Block(
             "CreateBackoff",
-            f"the last create failed; creates wait until {to_rfc3339(until)} (5m backoff)",
+            f"the last create failed; creates wait until {to_rfc3339(until)} "
+            f"({CREATE_BACKOFF.seconds // 60}m backoff)",
         )
     if pod_count >= limits.max_pods:
         return Block(

@@ -1,35 +1,24 @@
 """The pool steps that run after the member machines, each a function of the loop.
 
-Where it sits: decide, called in order by rpp/decide/pool.py: flagged members whose
-replacement is wired drain (step 3), the autoscaler sets the size (step 7's value feeds
-steps 4 and shrinking), one create (steps 3 and 4), shrinking one pod at a time, and
-the rolling image update (step 6). Each step appends effects to the `LoopState` and
-explains itself with a condition when it cannot act.
+Where it sits: decide, called in order by rpp/decide/pool.py after flagged members
+whose replacement is wired drain (rpp/decide/surge_first.py): the autoscaler sets the
+size (step 7's value feeds steps 4 and shrinking), one create (steps 3 and 4),
+shrinking one pod at a time, and the rolling image update (step 6, whose policy is
+rpp/machines/rollout.py). Each step appends effects to the `LoopState` and explains
+itself with a condition when it cannot act.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from rpp.decide import autoscale, capacity, rollout
+from rpp.decide import autoscale, capacity
 from rpp.decide.conditions import Cond
 from rpp.decide.loop_state import LoopState
-from rpp.machines import member_step
+from rpp.machines import member_step, rollout
 from rpp.model.effects import Effect
 from rpp.model.members import DrainReason, MemberRecord, Phase
 from rpp.model.spec import Mode
-
-
-def drain_replaced(loop: LoopState, planned: list[MemberRecord]) -> None:
-    """Pool step 3, second half: a flagged member whose replacement is wired drains."""
-    for i, m in enumerate(planned):
-        if m.phase != Phase.FLAGGED:
-            continue
-        repl = next((r for r in planned if r.replacement_for == m.pod_id), None)
-        if repl is None or repl.phase != Phase.READY or repl.slot is None:
-            continue
-        step = member_step.replacement_wired(m, signals=loop.plain(m.pod_id), now=loop.now)
-        planned[i] = loop.order(m, step).replace(replaced_by=repl.pod_id)
 
 
 def autoscale_size(loop: LoopState, planned: list[MemberRecord]) -> int:
@@ -171,18 +160,10 @@ def roll(
         loop.conds.status = loop.conds.status.replace(rollout=progress)
     else:
         loop.conds.status = loop.conds.status.replace(rollout=step.progress)
-    failed = [m for m in planned if m.update is not None and m.update.rollback]
-    until = status.backoff.update_until
-    if failed or (until is not None and loop.now < until):
-        why = (
-            "; ".join(
-                f"pod {m.pod_id}: update to {m.update.to_image} failed"  # type: ignore[union-attr]
-                + (f" (RunPod: {m.update.refused})" if m.update and m.update.refused else "")
-                for m in failed
-            )
-            or "the last in-place update failed and was rolled back"
-        )
-        paused = f"; image updates paused until {until:%Y-%m-%dT%H:%M:%SZ}" if until else ""
-        loop.conds.set(Cond.UPDATE_FAILED, true=True, reason="RolledBack", message=why + paused)
+    failure = rollout.update_failure(
+        planned, update_until=status.backoff.update_until, now=loop.now
+    )
+    if failure is not None:
+        loop.conds.set(Cond.UPDATE_FAILED, true=True, reason="RolledBack", message=failure)
     else:
         loop.conds.clear(Cond.UPDATE_FAILED, reason="NoFailedUpdate", message="no update failed")

@@ -31,8 +31,9 @@ from typing import ClassVar
 
 from statemachine import State, StateMachine
 
+from rpp.machines import rollout
 from rpp.machines.member_view import MemberView, Move, UnknownPhaseError
-from rpp.machines.signals import UNREACHABLE, MemberSignals, restarted
+from rpp.machines.signals import UNREACHABLE, MemberSignals
 from rpp.model.effects import EventType, RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
 from rpp.model.members import DrainReason, MemberRecord, Phase, UpdateProgress, UpdateStep
 
@@ -171,27 +172,26 @@ class MemberMachine(StateMachine):
 
     def new_process_running(self) -> bool:
         """its process restarted after the update (a rollback needs only passing probes)"""
-        record = self.view.current
-        return record.update is not None and (record.update.rollback or restarted(record))
+        return rollout.new_process_running(self.view.current)
 
     def update_failed(self, signals: MemberSignals, now: dt.datetime) -> bool:
         """RunPod refused the update, or it did not restart and pass in time"""
-        update = self.view.current.update
-        started = None if update is None else update.started_at
-        timeout = signals.settings.update_timeout_s
-        return signals.update_refused or _elapsed(started, now) >= timeout
+        return rollout.update_failed(
+            self.view.current,
+            refused=signals.update_refused,
+            timeout_s=signals.settings.update_timeout_s,
+            now=now,
+        )
 
     def rolling_back(self) -> bool:
         """it is already rolling back to its old image"""
-        update = self.view.current.update
-        return update is not None and update.rollback
+        return rollout.rolling_back(self.view.current)
 
     def rollback_timed_out(self, signals: MemberSignals, now: dt.datetime) -> bool:
         """the rollback did not pass probes within the update timeout either"""
-        update = self.view.current.update
-        if update is None or not update.rollback:
-            return False
-        return _elapsed(update.started_at, now) >= signals.settings.update_timeout_s
+        return rollout.rollback_timed_out(
+            self.view.current, timeout_s=signals.settings.update_timeout_s, now=now
+        )
 
     def terminate_retry_due(self, signals: MemberSignals, now: dt.datetime) -> bool:
         """RunPod still lists it a while after the terminate was sent"""
@@ -348,7 +348,8 @@ class MemberMachine(StateMachine):
     def roll_back(self, signals: MemberSignals, now: dt.datetime) -> None:
         """UpdatePod(old image, rollback); Event UpdateFailed
 
-        The pool sees the rollback effect and backs image updates off for 30m.
+        The pool sees the rollback effect and backs image updates off for 30m
+        (rpp/machines/rollout.py).
         """
         record = self.view.current
         update = record.update

@@ -20,8 +20,9 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from rpp.machines import rollout
 from rpp.model.codec import stamp
-from rpp.model.members import MemberRecord, Phase, ProbeRecord, UpdateStep
+from rpp.model.members import MemberRecord, ProbeRecord
 from rpp.model.observations import ProbeResult, RunPodPod
 
 UNREACHABLE = "Unreachable"  # the rule that also unwires at once (rpp/decide/health.py)
@@ -90,21 +91,6 @@ class MemberSignals:
         return self.pod is not None
 
 
-def _restarted(record: MemberRecord, process_start: float | None) -> bool:
-    """The pod reports a process newer than the one running when the update was sent."""
-    update = record.update
-    if update is None or process_start is None:
-        return False
-    before = update.process_start_before
-    return before is None or process_start > before
-
-
-def restarted(record: MemberRecord) -> bool:
-    """Its last probe shows the process restarted since the update was sent."""
-    probe = record.last_probe
-    return _restarted(record, None if probe is None else probe.process_start)
-
-
 def refresh(record: MemberRecord, signals: MemberSignals, now: dt.datetime) -> MemberRecord:
     """The record with this loop's facts folded in (no phase change, no effects)."""
     at = stamp(now)
@@ -121,17 +107,9 @@ def refresh(record: MemberRecord, signals: MemberSignals, now: dt.datetime) -> M
         changes["created_at"] = pod.created_at or record.created_at
     probe = signals.probe
     if probe is not None:
-        counts = probe.passed
-        # While an update waits for its restart, passes of the old process do not count
-        # (a rollback only needs passing probes: the old image may never have left).
-        waiting_restart = (
-            record.phase == Phase.UPDATING
-            and record.update is not None
-            and record.update.step == UpdateStep.RESTART
-            and not record.update.rollback
+        counts = rollout.pass_counts(
+            record, passed=probe.passed, process_start=probe.process_start
         )
-        if waiting_restart and not _restarted(record, probe.process_start):
-            counts = False
         changes["pass_streak"] = record.pass_streak + 1 if counts else 0
         changes["last_probe"] = ProbeRecord(
             at=at,

@@ -1,0 +1,67 @@
+"""Surge-first replacement: a bad pod leaves only after its replacement serves.
+
+Where it sits: decide, in three moments of one replacement, all here:
+
+1. Ask (pool step 3, through rpp/decide/capacity.py `wanted_create`): each Flagged
+   member without a live replacement gets one create, before any create for the
+   pool's size, oldest flag first. Not while PoolWideDegradation holds: when every
+   Ready pod looks bad the cause is rarely the pods, and replacing them all would only
+   cost money.
+2. Link (after act, from rpp/decide/fold.py): the created pod is a Warming member with
+   `replacementFor`, and the flagged member gets `replacedBy`, so status shows the pair
+   and a restarted controller keeps them paired.
+3. Drain (pool step 3, second half): once the replacement is Ready and wired, the
+   flagged member is told `replacement_wired` and drains (Flagged -> Draining), then
+   its machine terminates it after drain.period, cooling its datacenter down.
+
+Until then the flagged pod keeps serving, unless it is unreachable, which the member
+machine unwires at once (never the last wired pod: rpp/machines/member.py `last_wired`).
+A scale-down never takes a warming replacement (rpp/decide/capacity.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from rpp.decide.loop_state import LoopState
+from rpp.machines import member_step
+from rpp.machines.member_step import new_member
+from rpp.model.effects import CreatePod
+from rpp.model.members import MemberRecord, Phase
+from rpp.model.observations import RunPodPod
+from rpp.model.status import PoolStatus
+
+
+def next_to_replace(members: Sequence[MemberRecord], *, pool_wide: bool) -> MemberRecord | None:
+    """The flagged member whose replacement this loop creates, if any (moment 1)."""
+    if pool_wide:
+        return None
+    live = {m.replacement_for for m in members if m.replacement_for and m.phase != Phase.GONE}
+    for m in sorted(members, key=lambda m: (m.since, m.pod_id)):
+        if m.phase == Phase.FLAGGED and m.pod_id not in live:
+            return m
+    return None
+
+
+def link_created(
+    status: PoolStatus, *, effect: CreatePod, pod: RunPodPod, now: dt.datetime
+) -> PoolStatus:
+    """A created pod joins as Warming, paired with the member it replaces (moment 2)."""
+    record = new_member(pod, now=now, replacement_for=effect.replacement_for)
+    status = status.with_member(record)
+    if effect.replacement_for and (old := status.member(effect.replacement_for)):
+        status = status.with_member(old.replace(replaced_by=record.pod_id))
+    return status
+
+
+def drain_replaced(loop: LoopState, planned: list[MemberRecord]) -> None:
+    """A flagged member whose replacement is Ready and wired drains (moment 3)."""
+    for i, m in enumerate(planned):
+        if m.phase != Phase.FLAGGED:
+            continue
+        repl = next((r for r in planned if r.replacement_for == m.pod_id), None)
+        if repl is None or repl.phase != Phase.READY or repl.slot is None:
+            continue
+        step = member_step.replacement_wired(m, signals=loop.plain(m.pod_id), now=loop.now)
+        planned[i] = loop.order(m, step).replace(replaced_by=repl.pod_id)
