@@ -1,8 +1,9 @@
 """Contract tests: the client and the fake both speak RunPod's published REST v2 API.
 
 Every request the real client sends and every response the fake cloud returns is
-validated by openapi-core against RunPod's own OpenAPI 3.1 document
-(../shared/runpod/openapi-v2.json, beside the clone), never by hand-written checks.
+validated by openapi-core against RunPod's own OpenAPI 3.1 document (vendored in
+vendor/runpod/openapi-v2.json, its origin in vendor/runpod/SOURCE.md), never by
+hand-written checks.
 A battery drives all the operations the controller uses through success, refusals
 and faults (400, 401, 402, 403, 404, 409, 422, 429, 5xx) and every pod status, plus
 pod actions the client does not use but the fake serves. Then hypothesis checks that
@@ -15,6 +16,7 @@ tested in test_runpod_notices.py) and the MalformedJson fault (broken by design)
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,8 @@ from rpp.sim.cloud import CloudError, FakeCloud
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.cloud_requests import check_create, check_update
 
-SPEC = Path(__file__).parents[1].parent / "shared/runpod/openapi-v2.json"
+VENDORED = Path(__file__).parents[1] / "vendor" / "runpod"
+SPEC = VENDORED / "openapi-v2.json"
 SERVER = "https://api.runpod.io"
 
 
@@ -87,6 +90,16 @@ def openapi() -> OpenAPI:
         json.loads(SPEC.read_text()),
         config=Config(extra_media_type_deserializers=problem_json),
     )
+
+
+def test_vendored_spec_is_the_published_document_byte_for_byte() -> None:
+    """SOURCE.md names the upstream blob and digest; a hand edit of the copy fails here."""
+    data = SPEC.read_bytes()
+    source = (VENDORED / "SOURCE.md").read_text()
+    assert hashlib.sha256(data).hexdigest() in source
+    git_blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    assert git_blob in source
+    assert json.loads(data)["info"]["version"] == "2.0.0"
 
 
 async def refused_call(c: RunPodClient, operation: str, pod_id: str, request: PodRequest) -> None:
