@@ -6,7 +6,7 @@
 
 FROM python:3.11.11-slim-bookworm AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY rpp ./rpp
 # The package and every dependency as wheels; the runtime stage installs only these.
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .

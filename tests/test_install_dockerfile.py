@@ -131,7 +131,7 @@ def test_dockerignore_keeps_what_the_build_copies_and_drops_the_rest() -> None:
         if k == "COPY" and "--from" not in r
         for src in r.split()[:-1]
     ]
-    assert copied == ["pyproject.toml", "README.md", "rpp"]
+    assert copied == ["pyproject.toml", "README.md", "LICENSE", "rpp"]
     for src in copied:
         assert (ROOT / src).exists(), src
         assert not ignored(src), src

@@ -65,10 +65,29 @@ def test_ci_runs_the_readme_test_command() -> None:
     flow = workflow("ci.yml")
     assert set(flow["on"]) == {"push", "pull_request"}
     assert "scripts/test" in (ROOT / "README.md").read_text()
-    assert [s["run"] for s in steps(flow) if "run" in s] == ["scripts/test"]
+    test_steps = flow["jobs"]["test"]["steps"]
+    assert [s["run"] for s in test_steps if "run" in s] == ["scripts/test"]
     assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec scripts/test")
-    python = next(s for s in steps(flow) if s.get("uses", "").startswith("actions/setup-python"))
-    assert python["with"]["python-version"] == "3.11"
+    for job in flow["jobs"].values():
+        python = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/setup-"))
+        assert python["with"]["python-version"] == "3.11"
+
+
+def test_ci_installs_the_wheel_alone_and_runs_the_first_commands() -> None:
+    """What the image gets: the wheel and its runtime dependencies, no dev extra."""
+    wheel_steps = workflow("ci.yml")["jobs"]["wheel"]["steps"]
+    script = "\n".join(s.get("run", "") for s in wheel_steps)
+    assert "pip wheel --no-deps" in script
+    assert "python -m venv" in script
+    assert "[dev]" not in script
+    assert "-e " not in script
+    commands = [line.strip() for line in script.splitlines() if line.strip().startswith('"$rpp"')]
+    assert commands == [
+        '"$rpp" --version',
+        '"$rpp" --help',
+        '"$rpp" validate examples/pool.yaml',
+        '"$rpp" crd > "$RUNNER_TEMP/crd.yaml"',
+    ]
 
 
 def test_release_pushes_the_multi_arch_image_on_a_v_tag() -> None:

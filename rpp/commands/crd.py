@@ -12,7 +12,7 @@ from rpp.model.crd import render_crd
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "crd", help="print the RunPodPool CRD (deploy/crd.yaml is its output)"
+        "crd", description="Print the RunPodPool CRD (deploy/crd.yaml is its output)."
     )
     parser.add_argument(
         "--group",

@@ -10,7 +10,9 @@ committed copy differs, and a test runs it.
 
 The DOT text is deterministic (states and edges in definition order, no object ids);
 the SVG comes from Graphviz's `dot` and is not compared, since its bytes vary with
-the Graphviz version. This is a developer tool, not part of the controller loop.
+the Graphviz version. This is a developer tool, not part of the controller loop: pydot
+comes with the `dev` extra, not with the package, so it is imported only when a diagram
+is drawn and its absence is one line, not a traceback (the image has no use for it).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pydot
 
 from rpp.machines.member import MemberMachine
 
@@ -93,6 +93,13 @@ def guard_text(edge: Edge, machine: type[MemberMachine] = MemberMachine) -> str:
 
 
 def render_dot(machine: type[MemberMachine] = MemberMachine) -> str:
+    try:
+        import pydot  # a development tool: see the module docstring
+    except ImportError:
+        raise DiagramError(
+            "pydot is not installed; rpp diagrams is a development tool: "
+            "pip install 'runpod-pool-controller[dev]' (or pip install pydot)"
+        ) from None
     graph = pydot.Dot("MemberMachine", graph_type="digraph", rankdir="TB", nodesep="0.4")
     graph.set_node_defaults(shape="box", style="rounded", fontname="Helvetica", fontsize="11")
     graph.set_edge_defaults(fontname="Helvetica", fontsize="9")
@@ -235,7 +242,6 @@ def run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "diagrams",
-        help="write the member state machine's diagrams and tables (docs/diagrams, README)",
         description="Generate docs/diagrams/member.{dot,svg,md} and the README table from "
         "the member state machine's definition.",
     )

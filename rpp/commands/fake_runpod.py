@@ -41,7 +41,6 @@ def _port(text: str) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "fake-runpod",
-        help="serve a fake RunPod API and proxy locally (no money spent)",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument("--port", type=_port, required=True, help="port to listen on (0: any)")

@@ -57,7 +57,6 @@ log = logging.getLogger("rpp.run")
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run the controller (configured by environment variables)",
         description="Run the controller. Configuration comes from the environment: "
         "RUNPOD_API_KEY (required), NAMESPACE, CRD_GROUP, PROMETHEUS_URL, RECONCILE_INTERVAL, "
         "LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, RUNPOD_PROXY_URL.",

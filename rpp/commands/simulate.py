@@ -40,7 +40,6 @@ TRAFFIC_PERIOD_S = 60.0  # one request per wired pod per minute: 5 answers in a 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "simulate",
-        help="run the real controller against a simulated RunPod (a day in about 30 s)",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     parser.add_argument(

@@ -20,7 +20,8 @@ from rpp.model.spec_load import Pool, load_pool
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "validate", help="check RunPodPool YAML files and print a summary of each pool"
+        "validate",
+        description="Check RunPodPool YAML files and print a summary of each pool.",
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="YAML files (- for stdin)")
     parser.add_argument(
