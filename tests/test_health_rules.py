@@ -171,7 +171,6 @@ def test_missing_data_neither_starts_nor_ends_a_breach(case: Case) -> None:
         thresholds=case.thresholds,
     )
     assert kept.breaches == {case.rule: T0}
-    assert case.rule in kept.no_data
     # No fresh evidence, no replacement: the pod is flagged on the next breaching loop.
     assert case.rule not in kept.flagged
     confirmed = judge(
@@ -216,11 +215,15 @@ def test_relative_latency_is_strictly_above_4x_the_peer_median(
 def test_relative_latency_needs_two_other_pods_with_data() -> None:
     health = judge(seen(latency_s=9.0), peers=[0.1])
     assert Rule.RELATIVE_LATENCY not in health.breaches
-    assert Rule.RELATIVE_LATENCY in health.no_data
+    # No data, not a pass: a breach under way is kept.
+    kept = judge(seen(latency_s=9.0), peers=[0.1], breaches={Rule.RELATIVE_LATENCY: T0})
+    assert kept.breaches == {Rule.RELATIVE_LATENCY: T0}
 
 
 def test_relative_latency_against_idle_peers_is_no_data() -> None:
-    assert Rule.RELATIVE_LATENCY in judge(seen(latency_s=1.0), peers=[0.0, 0.0]).no_data
+    health = judge(seen(latency_s=1.0), peers=[0.0, 0.0], breaches={Rule.RELATIVE_LATENCY: T0})
+    assert health.breaches == {Rule.RELATIVE_LATENCY: T0}
+    assert Rule.RELATIVE_LATENCY not in health.flagged
 
 
 def test_relative_latency_compares_with_the_median_of_the_other_pods_only() -> None:
@@ -285,7 +288,7 @@ def test_a_single_degraded_pod_is_replaced_not_pool_wide() -> None:
         now=at(120),
     )
     assert not pool.pool_wide
-    assert pool.to_replace == ("a",)
+    assert pool.members["a"].flagged == ("Unreachable",)
 
 
 def test_every_ready_pod_degraded_is_pool_wide_and_names_the_rules() -> None:
@@ -298,7 +301,6 @@ def test_every_ready_pod_degraded_is_pool_wide_and_names_the_rules() -> None:
     )
     assert pool.pool_wide
     assert pool.pool_wide_rules == ("Unreachable", "ErrorRate")
-    assert pool.to_replace == ()
     assert pool.message is not None
     assert "all 3 Ready pods" in pool.message
     assert pool.members["a"].flagged == ("Unreachable",)  # still judged, just not acted on
@@ -313,7 +315,7 @@ def test_one_healthy_ready_pod_keeps_it_from_being_pool_wide() -> None:
         now=at(120),
     )
     assert not pool.pool_wide
-    assert pool.to_replace == ("a", "b")
+    assert [p for p, h in pool.members.items() if h.flagged] == ["a", "b"]
 
 
 def test_healthy_pods_that_are_not_ready_do_not_count_for_pool_wide() -> None:

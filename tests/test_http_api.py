@@ -25,7 +25,7 @@ from rpp.adapters.kube.api import KubeSettings
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.http_api import HttpApi, sd_groups
 from rpp.controller.loop import ControllerLoop
-from rpp.controller.metrics import PoolMetrics
+from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler
 from rpp.model.members import MemberRecord
 from rpp.model.status import PoolStatus

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page, process_start_time
+from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page
 
 CREATED_ONLY = """\
 # HELP app_requests_total Requests.
@@ -20,6 +20,10 @@ app_requests_created 1.7e+09
 # TYPE app_latency_seconds_created gauge
 app_latency_seconds_created 1.6999e+09
 """
+
+
+def process_start_time(text: str) -> float | None:
+    return parse_metrics_page(text).process_start
 
 
 def test_earliest_created_sample_is_the_process_start() -> None:

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from rpp.adapters.clock import ManualClock
+from rpp.model.observations import ProbeResult
 from rpp.model.spec_load import load_spec
 from rpp.observe.prober import (
     DEFAULT_URL_PATTERN,
@@ -64,14 +65,20 @@ def prober_for(fleet: Fleet, transport: httpx.AsyncBaseTransport, **kwargs: obje
     return Prober(transport=transport, url_pattern=fleet.base, **kwargs)  # type: ignore[arg-type]
 
 
+async def probe_one(
+    prober: Prober, pod_id: str, *, settings: ProbeSettings, metrics_token: str | None
+) -> ProbeResult:
+    target = ProbeTarget(pod_id=pod_id, settings=settings, metrics_token=metrics_token)
+    return (await prober.probe([target]))[pod_id]
+
+
 async def test_healthy_pod_passes_with_latencies_and_its_process_start(
     fleet: Fleet, transport: httpx.AsyncHTTPTransport
 ) -> None:
     fleet.add("pod-a", metrics_token=TOKEN)
-    results = await prober_for(fleet, transport).probe_pool(
-        ["pod-a"], settings=SETTINGS, metrics_token=TOKEN
+    result = await probe_one(
+        prober_for(fleet, transport), "pod-a", settings=SETTINGS, metrics_token=TOKEN
     )
-    result = results["pod-a"]
     assert result.passed
     assert result.health_ok
     assert result.metrics_ok
@@ -99,12 +106,11 @@ async def test_hung_pod_fails_after_the_timeout_not_later(
     fleet.add("pod-a").hang()
     loop = asyncio.get_running_loop()
     started = loop.time()
-    results = await prober_for(fleet, transport, timeout_s=0.3).probe_pool(
-        ["pod-a"], settings=SETTINGS, metrics_token=None
+    result = await probe_one(
+        prober_for(fleet, transport, timeout_s=0.3), "pod-a", settings=SETTINGS, metrics_token=None
     )
     elapsed = loop.time() - started
     assert 0.3 <= elapsed < 1.0
-    result = results["pod-a"]
     assert not result.passed
     assert result.health_latency_s is None
     assert result.metrics_latency_s is None
@@ -146,11 +152,9 @@ async def test_token_goes_in_the_pools_query_parameter(
 ) -> None:
     fleet.add("pod-a", metrics_token=TOKEN, token_param="key")
     settings = ProbeSettings(token_param="key")
-    result = (
-        await prober_for(fleet, transport).probe_pool(
-            ["pod-a"], settings=settings, metrics_token=TOKEN
-        )
-    )["pod-a"]
+    result = await probe_one(
+        prober_for(fleet, transport), "pod-a", settings=settings, metrics_token=TOKEN
+    )
     assert result.passed
 
 
@@ -174,8 +178,8 @@ async def test_missing_required_metric_fails_the_probe_and_names_the_metric(
     prober = prober_for(fleet, transport)
     missing = ProbeSettings(require_metric="vllm_num_requests_waiting")
     present = ProbeSettings(require_metric="app_queue_length")
-    failed = (await prober.probe_pool(["pod-a"], settings=missing, metrics_token=None))["pod-a"]
-    passed = (await prober.probe_pool(["pod-a"], settings=present, metrics_token=None))["pod-a"]
+    failed = await probe_one(prober, "pod-a", settings=missing, metrics_token=None)
+    passed = await probe_one(prober, "pod-a", settings=present, metrics_token=None)
     assert not failed.passed
     assert failed.health_ok
     assert not failed.metrics_ok

@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 from rpp import __version__
 from rpp.adapters.clock import ManualClock
 from rpp.adapters.runpod import answers
+from rpp.adapters.runpod.call_metrics import ApiCallMetrics
 from rpp.adapters.runpod.client import RunPodClient
-from rpp.adapters.runpod.metrics import ApiCallMetrics
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.model.observations import PodStatus
 from rpp.sim import faults

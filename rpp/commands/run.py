@@ -46,7 +46,7 @@ from rpp.controller.config import Config, ConfigError, load_config
 from rpp.controller.http_api import HttpApi
 from rpp.controller.leader import LeaderElector, LeaseTiming
 from rpp.controller.loop import ControllerLoop
-from rpp.controller.metrics import PoolMetrics
+from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler
 from rpp.observe.prober import Prober, make_transport
 from rpp.observe.prometheus import PrometheusClient

@@ -33,7 +33,7 @@ from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.health import LoopProgress
 from rpp.controller.leader import LeaderElector
-from rpp.controller.metrics import PoolMetrics
+from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
 from rpp.controller.reconcile_failed import ReconcileFailures
 from rpp.controller.watch import PoolWatch, generation, pool_name

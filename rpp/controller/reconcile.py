@@ -28,7 +28,7 @@ from typing import Any
 from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeApi, KubeError
-from rpp.controller.metrics import PoolMetrics
+from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.status_write import write_status
 from rpp.decide import fold
 from rpp.decide.conditions import Cond, Conditions
@@ -210,7 +210,7 @@ class PoolReconciler:
             reading = await self.prometheus.read(queries_from_spec(spec), pool=name)
         except Exception as err:  # a bug in a query path must not stop the pool
             log.exception("pool %s: Prometheus read failed", name)
-            reading = PrometheusReading(available=False, problems=(f"query failed: {err}",))
+            reading = PrometheusReading(problems=(f"query failed: {err}",))
         obs = PoolObservation(
             pods=shared.pods,
             runpod_error=shared.runpod_error,

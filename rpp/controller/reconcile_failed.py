@@ -21,7 +21,7 @@ from typing import Any
 
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import EventType, KubeApi, KubeError
-from rpp.controller.metrics import PoolMetrics
+from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolResult
 from rpp.controller.status_write import write_status
 from rpp.model.codec import StatusFormatError

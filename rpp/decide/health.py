@@ -35,7 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
@@ -117,7 +117,6 @@ class MemberHealth:
     breaches: Mapping[str, dt.datetime]  # rule -> breach start, for rules in breach now
     flagged: tuple[str, ...]  # rules breached for their full duration, in Rule order
     reasons: Mapping[str, str]  # rule -> human text, for rules in breach now
-    no_data: tuple[str, ...] = ()  # rules this loop could not judge
     notice: str | None = None  # the active host notice, for the HostNotice condition
 
     @property
@@ -131,7 +130,6 @@ class PoolHealth:
     pool_wide: bool = False
     pool_wide_rules: tuple[str, ...] = ()
     message: str | None = None  # the PoolWideDegradation condition's message
-    to_replace: tuple[str, ...] = field(default=())  # flagged pods; empty when pool-wide
 
 
 @dataclass(frozen=True)
@@ -163,11 +161,9 @@ def judge_member(
     new_breaches: dict[str, dt.datetime] = {}
     flagged: list[str] = []
     reasons: dict[str, str] = {}
-    no_data: list[str] = []
     for rule, check in checks.items():
         start = breaches.get(rule)
-        if check.breach is None:
-            no_data.append(rule)
+        if check.breach is None:  # no data: a breach under way stays, none starts
             if start is None:
                 continue
         elif not check.breach:
@@ -187,7 +183,6 @@ def judge_member(
         breaches=new_breaches,
         flagged=tuple(flagged),
         reasons=reasons,
-        no_data=tuple(no_data),
         notice=notice.describe() if notice is not None and notice.active else None,
     )
 
@@ -222,9 +217,8 @@ def judge_pool(
         for pod, observation in observations.items()
     }
     ready_health = [members[p] for p in ready if p in members]
-    flagged = tuple(pod for pod, health in members.items() if health.flagged)
     if len(ready_health) < MIN_PODS_FOR_POOL_WIDE or not all(h.degraded for h in ready_health):
-        return PoolHealth(members=members, to_replace=flagged)
+        return PoolHealth(members=members)
     fired = {rule for h in ready_health for rule in h.breaches}
     rules = tuple(r.value for r in Rule if r in fired)
     message = (

@@ -29,7 +29,6 @@ from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
 from rpp.model.proxy_hosts import proxy_host
 from rpp.model.spec import RunPodPoolSpec
 
-FILES = ("proxy.conf", "upstream.conf", "servers.conf")
 INDEX = "slots.json"
 
 

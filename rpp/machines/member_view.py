@@ -35,8 +35,10 @@ class UnknownPhaseError(ValueError):
 class Move:
     """One transition the machine took: `event` moved the member from `source` to `target`.
 
-    Internal self-transitions (the "nothing applies" fallbacks) are moves too, with
-    `source == target`; they never produce effects.
+    A loop where no transition applies takes no move at all. Self-transitions are
+    moves with `source == target`; they keep `since`, and three of them act: Flagged ->
+    Flagged unwires an unreachable pod, Updating -> Updating rolls a failed update back
+    (UpdatePod), and Terminating -> Terminating sends the terminate again.
     """
 
     event: str

@@ -1,10 +1,12 @@
 """Every Prometheus metric the controller exports: names, kinds, labels and help, in one place.
 
-Where it sits: beside the loop, not in it. Act and the controller process register these
-metrics and set them after each reconcile; the alert rules (examples/prometheus-rules.yaml,
-the chart's PrometheusRule), the Grafana dashboard and docs/ query them by name. A rename
-here without a matching rename there would leave an alert that can never fire, so the
-install tests read this module and fail when a rule or a panel queries a name it lacks.
+Where it sits: the model, so every layer that registers a metric reads its name here:
+the pool series (rpp/controller/pool_metrics.py, set after each reconcile) and the
+RunPod API-call counter (rpp/adapters/runpod/call_metrics.py, counted by the client).
+The alert rules (examples/prometheus-rules.yaml, the chart's PrometheusRule), the
+Grafana dashboard and docs/ query them by name. A rename here without a matching rename
+there would leave an alert that can never fire, so the install tests read this module
+and fail when a rule or a panel queries a name it lacks.
 
 Names are the exposition names a scrape shows, which is also what PromQL queries: counters
 carry their `_total`, and a histogram is queried through its `_bucket`, `_sum` and
@@ -92,9 +94,6 @@ SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(LEADER, "gauge", (), "1 on the replica holding the leader Lease, else 0."),
 )
-
-ALL_METRICS: tuple[str, ...] = tuple(spec.name for spec in SPECS)
-"""Every metric name the controller exports, as registered."""
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in SPECS}
 

@@ -108,12 +108,11 @@ class PodMetrics:
 class PrometheusReading:
     """The pool's Prometheus queries for one loop.
 
-    `available` is False when a query could not be answered at all (no PROMETHEUS_URL,
-    Prometheus unreachable, a query error); `problems` says why, one line per query, so
-    the pool can raise a condition naming the rule that is off this loop.
+    `problems` says, one line per query, why a query gave nothing usable (no
+    PROMETHEUS_URL, Prometheus unreachable, a query error, an answer of the wrong shape),
+    so the pool can raise a condition naming the rule that is off this loop.
     """
 
-    available: bool
     per_pod: Mapping[str, PodMetrics] = field(default_factory=dict)
     autoscaling_value: float | None = None
     problems: tuple[str, ...] = ()
@@ -149,7 +148,7 @@ class PoolObservation:
     notices_error: str | None = None
     probes: Mapping[str, ProbeResult] = field(default_factory=dict)
     prometheus: PrometheusReading = field(
-        default_factory=lambda: PrometheusReading(available=False, problems=("not queried",))
+        default_factory=lambda: PrometheusReading(problems=("not queried",))
     )
     slots: Mapping[str, str] | None = None
     slots_error: str | None = None

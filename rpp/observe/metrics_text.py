@@ -70,11 +70,6 @@ def parse_metrics_page(text: str) -> MetricsPage:
     )
 
 
-def process_start_time(text: str) -> float | None:
-    """The process start (epoch seconds) from a metrics page, or None when it has none."""
-    return parse_metrics_page(text).process_start
-
-
 def _is_timestamp(value: float) -> bool:
     return math.isfinite(value) and value > 0
 

@@ -25,7 +25,7 @@ local proxy emulation in tests, RUNPOD_PROXY_URL in a deployment).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import quote, quote_plus
@@ -114,17 +114,6 @@ class Prober:
         targets = list(targets)
         results = await asyncio.gather(*(self.probe_one(t) for t in targets))
         return {t.pod_id: r for t, r in zip(targets, results, strict=True)}
-
-    async def probe_pool(
-        self,
-        pod_ids: Sequence[str],
-        *,
-        settings: ProbeSettings,
-        metrics_token: str | None,
-    ) -> dict[str, ProbeResult]:
-        return await self.probe(
-            ProbeTarget(pod_id=p, settings=settings, metrics_token=metrics_token) for p in pod_ids
-        )
 
     async def probe_one(self, target: ProbeTarget) -> ProbeResult:
         async with self._semaphore():

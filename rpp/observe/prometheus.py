@@ -103,7 +103,7 @@ class PrometheusClient:
                 f"{name}: PROMETHEUS_URL is not set; {FEEDS[name]} is off this loop"
                 for name in wanted
             )
-            return self._report(pool, PrometheusReading(available=False, problems=unset))
+            return self._report(pool, PrometheusReading(problems=unset))
         names = list(wanted)
         answers = await asyncio.gather(
             *(self.instant(wanted[n]) for n in names), return_exceptions=True
@@ -111,10 +111,8 @@ class PrometheusClient:
         per_pod: dict[str, dict[str, float]] = {LATENCY: {}, ERROR_RATIO: {}}
         autoscaling_value: float | None = None
         problems: list[str] = []
-        answered = True
         for name, answer in zip(names, answers, strict=True):
             if isinstance(answer, PrometheusQueryError):
-                answered = False
                 problems.append(f"{name}: {answer}; {FEEDS[name]} is off this loop")
                 continue
             if isinstance(answer, BaseException):
@@ -127,7 +125,6 @@ class PrometheusClient:
                 problems.append(f"{name}: {problem}; {FEEDS[name]} is off this loop")
         pods = per_pod[LATENCY].keys() | per_pod[ERROR_RATIO].keys()
         reading = PrometheusReading(
-            available=answered,
             per_pod={
                 p: PodMetrics(
                     latency_s=per_pod[LATENCY].get(p), error_ratio=per_pod[ERROR_RATIO].get(p)

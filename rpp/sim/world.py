@@ -35,7 +35,7 @@ from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeSettings
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.loop import ControllerLoop, read_shared
-from rpp.controller.metrics import PoolMetrics
+from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
 from rpp.decide.nginx_slots import wired_pods
 from rpp.model.proxy_hosts import proxy_host

@@ -39,13 +39,13 @@ from tenacity.wait import wait_random_exponential
 
 from rpp import __version__
 from rpp.adapters.runpod import answers
+from rpp.adapters.runpod.call_metrics import ApiCallMetrics
 from rpp.adapters.runpod.catalog import (
     DataCenterInfo,
     GpuCatalog,
     datacenters_from_json,
     gpu_catalog_from_json,
 )
-from rpp.adapters.runpod.metrics import ApiCallMetrics
 from rpp.adapters.runpod.notices import NOTICES_QUERY, notices_from_graphql
 from rpp.adapters.runpod.retrying import (
     BackoffHonouringRetryAfter,

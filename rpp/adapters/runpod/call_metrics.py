@@ -1,5 +1,10 @@
 """The RunPod API-call counter: `runpod_pool_runpod_api_calls_total{operation, outcome}`.
 
+Why a module of its own, in the adapter: only the RunPod client sees each request (and
+each retry), so it counts them itself; the pool series are set elsewhere, from the
+status a reconcile wrote (rpp/controller/pool_metrics.py). Like every metric, its name,
+labels and help are defined once, in rpp/model/metric_names.py.
+
 Every HTTP request the client sends to RunPod (each retry attempt is a request) is
 counted once, labelled with the OpenAPI operationId (`listPods`, `createPod`, ...,
 `hostNotices` for the GraphQL query) and the `CallOutcome` it ended in. A rate-limit wait
@@ -20,7 +25,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter
 from rpp.adapters.runpod.answers import CallOutcome
 from rpp.model import metric_names
 
-METRIC_NAME = metric_names.RUNPOD_API_CALLS_TOTAL
+METRIC = metric_names.BY_NAME[metric_names.RUNPOD_API_CALLS_TOTAL]
 
 _lock = threading.Lock()
 _counters: weakref.WeakKeyDictionary[CollectorRegistry, Counter] = weakref.WeakKeyDictionary()
@@ -34,12 +39,7 @@ class ApiCallMetrics:
         with _lock:
             counter = _counters.get(target)
             if counter is None:
-                counter = Counter(
-                    METRIC_NAME,
-                    "RunPod API calls by operation (OpenAPI operationId) and outcome.",
-                    ["operation", "outcome"],
-                    registry=target,
-                )
+                counter = Counter(METRIC.name, METRIC.help, METRIC.labels, registry=target)
                 _counters[target] = counter
         self._counter = counter
         self._registry = target
@@ -50,4 +50,4 @@ class ApiCallMetrics:
     def value(self, operation: str, outcome: CallOutcome) -> float:
         """The current count; for tests and the simulator's reports."""
         labels = {"operation": operation, "outcome": outcome.value}
-        return self._registry.get_sample_value(METRIC_NAME, labels) or 0.0
+        return self._registry.get_sample_value(METRIC.name, labels) or 0.0

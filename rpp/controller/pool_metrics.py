@@ -1,10 +1,13 @@
-"""The runpod_pool_* metrics of each pool, set after every reconcile.
+"""The runpod_pool_* series of each pool, set after every reconcile.
 
-Where it sits: beside act. The reconciler reports each pool's written status here
-(members by phase, ready, desired, cost, conditions), counts actions by how they ended and
-times the loop; the controller's /metrics serves the registry with prometheus_client.
-Names, labels and help come from rpp/model/metric_names.py, which the alert rules and the
-dashboard are checked against.
+Where it sits: the controller, after act. The reconciler reports each pool's written
+status here (members by phase, ready, desired, cost, conditions), counts actions by how
+they ended and times the reconcile; the loop sets and clears ReconcileFailed and the
+leader gauge; the controller's /metrics serves the registry with prometheus_client.
+Why a module of its own: these series describe pools, and are set from what the
+controller decided and wrote; the RunPod API-call counter is the RunPod client's
+(rpp/adapters/runpod/call_metrics.py). Names, labels and help of both come from
+rpp/model/metric_names.py, which the alert rules and the dashboard are checked against.
 """
 
 from __future__ import annotations
