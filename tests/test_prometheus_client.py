@@ -170,41 +170,48 @@ async def test_real_reading_drives_the_relative_latency_and_error_rate_rules(
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "problem"),
+    ("kwargs", "problem", "answered"),
     [
         pytest.param(
             {"latency_query": LATENCY_Q.replace("$job", "no-such-job")},
             "latencyQuery: the query returned no series; RelativeLatency is off this loop",
+            True,
             id="empty-result",
         ),
         pytest.param(
             {"error_ratio_query": "sum by (runpod_pod) ("},
             "errorRatioQuery: Prometheus answered HTTP 400: ",
+            False,
             id="syntax-error",
         ),
         pytest.param(
             {"latency_query": 'app_requests_total{job="$job"}[1m]'},
             "latencyQuery: the query returns a matrix, not an instant vector",
+            False,
             id="range-vector",
         ),
         pytest.param(
             {"latency_query": 'sum(rate(app_requests_total{job="$job"}[1m]))'},
             "latencyQuery: no series carries a runpod_pod label",
+            True,
             id="label-dropped",
         ),
         pytest.param(
             {"latency_query": 'app_request_duration_seconds_bucket{job="$job"}'},
             "latencyQuery: more than one series for pod(s) pod-a, pod-b, pod-c",
+            True,
             id="not-aggregated",
         ),
         pytest.param(
             {"autoscaling_query": 'up{job="$job"}'},
             "autoscaling.query: the query returned 3 series; it must return one value",
+            True,
             id="autoscaling-many",
         ),
         pytest.param(
             {"error_ratio_query": 'sum by (runpod_pod) (up{job="$job"}) * NaN'},
             "errorRatioQuery: the query returned no usable value (NaN or infinite)",
+            True,
             id="all-nan",
         ),
     ],
@@ -214,11 +221,15 @@ async def test_unusable_answers_turn_the_rule_off_with_a_problem_line(
     http: httpx.AsyncClient,
     kwargs: dict[str, str],
     problem: str,
+    answered: bool,
 ) -> None:
     client = PrometheusClient(base_url=scraped_pool.url, client=http)
     reading = await client.read(queries(**kwargs))
     assert len(reading.problems) == 1
     assert reading.problems[0].startswith(problem)
+    # Answered without data is told apart from not answered (decide raises only the latter
+    # before any pod serves).
+    assert reading.no_data == ({problem.split(":")[0]} if answered else set())
     assert reading.autoscaling_value is None
 
 

@@ -5,9 +5,13 @@ loop's probes, Prometheus values and RunPod machine notices to the health rules
 (rpp/decide/health.py, pure), and turns what the rules cannot see or what they found
 pool-wide into conditions:
 
-- PrometheusUnavailable: a query the pool configures could not be answered, so the
-  rules that need it (RelativeLatency, ErrorRate) are off this loop; missing data
-  neither starts nor ends a breach, so nobody is flagged for Prometheus' trouble.
+- PrometheusUnavailable: the rules that need Prometheus (RelativeLatency, ErrorRate)
+  are off this loop, because a query could not be answered (QueryFailed), or because
+  Prometheus answered without a usable value while pods serve in nginx (NoData: a
+  serving pod that Prometheus has no series for is not scraped, or the query does not
+  match its metrics). Before any pod serves, an empty answer is what a healthy
+  Prometheus gives, so it raises nothing. Missing data neither starts nor ends a
+  breach, so nobody is flagged for Prometheus' trouble.
 - PoolWideDegradation: every Ready pod is degraded at once; nothing is replaced.
 - HostNotice: RunPod has a note or maintenance window on a pool pod's machine.
 """
@@ -35,27 +39,8 @@ def judge(
     now: dt.datetime,
     conds: Conditions,
 ) -> PoolHealth:
+    _prometheus_condition(spec=spec, status=status, obs=obs, conds=conds)
     reading = obs.prometheus
-    wants = [
-        name
-        for name, query in (
-            ("latencyQuery (RelativeLatency)", spec.prometheus.latency_query),
-            ("errorRatioQuery (ErrorRate)", spec.prometheus.error_ratio_query),
-        )
-        if query
-    ]
-    # The autoscaler reports its own query (AutoscalingMetricUnavailable).
-    health_problems = [p for p in reading.problems if not p.startswith("autoscaling.")]
-    if wants and health_problems:
-        why = "; ".join(health_problems)
-        conds.set(
-            Cond.PROMETHEUS_UNAVAILABLE,
-            true=True,
-            reason="QueryFailed",
-            message=f"{why}; the rules that need {', '.join(wants)} are off this loop",
-        )
-    else:
-        conds.clear(Cond.PROMETHEUS_UNAVAILABLE, reason="Answered", message="Prometheus answered")
     judged = [m for m in status.members if m.phase in JUDGED]
     observations = {
         m.pod_id: MemberObservation(
@@ -103,3 +88,50 @@ def judge(
         else:
             conds.clear(Cond.HOST_NOTICE, reason="NoNotice", message="no machine notice")
     return health
+
+
+def _prometheus_condition(
+    *, spec: RunPodPoolSpec, status: PoolStatus, obs: PoolObservation, conds: Conditions
+) -> None:
+    """PrometheusUnavailable: QueryFailed, NoData, or cleared (see the module docstring)."""
+    reading = obs.prometheus
+    wants = [
+        name
+        for name, query in (
+            ("latencyQuery (RelativeLatency)", spec.prometheus.latency_query),
+            ("errorRatioQuery (ErrorRate)", spec.prometheus.error_ratio_query),
+        )
+        if query
+    ]
+    # The autoscaler reports its own query (AutoscalingMetricUnavailable).
+    problems = [p for p in reading.problems if not p.startswith("autoscaling.")]
+    failed = [p for p in problems if p.split(":", 1)[0] not in reading.no_data]
+    # The pods in nginx slots are Prometheus' scrape targets (/sd/<pool>).
+    serving = sorted(m.pod_id for m in status.members if m.slot is not None)
+    off = f"the rules that need {', '.join(wants)} are off this loop"
+    if wants and failed:
+        conds.set(
+            Cond.PROMETHEUS_UNAVAILABLE,
+            true=True,
+            reason="QueryFailed",
+            message=f"{'; '.join(problems)}; {off}",
+        )
+    elif wants and problems and serving:
+        said = "; ".join(p.removesuffix(" is off this loop").rsplit("; ", 1)[0] for p in problems)
+        conds.set(
+            Cond.PROMETHEUS_UNAVAILABLE,
+            true=True,
+            reason="NoData",
+            message=f"Prometheus answered, but {said}, while "
+            f"{len(serving)} pod(s) serve in nginx ({', '.join(serving)}): check that "
+            "Prometheus scrapes the /sd/<pool> targets and that the query matches the pods' "
+            f"metrics and keeps the runpod_pod label; {off}",
+        )
+    elif wants and problems:
+        conds.clear(
+            Cond.PROMETHEUS_UNAVAILABLE,
+            reason="NothingServes",
+            message="no pod serves in nginx, so Prometheus has no series for the pool yet",
+        )
+    else:
+        conds.clear(Cond.PROMETHEUS_UNAVAILABLE, reason="Answered", message="Prometheus answered")

@@ -108,14 +108,20 @@ class PodMetrics:
 class PrometheusReading:
     """The pool's Prometheus queries for one loop.
 
-    `problems` says, one line per query, why a query gave nothing usable (no
-    PROMETHEUS_URL, Prometheus unreachable, a query error, an answer of the wrong shape),
-    so the pool can raise a condition naming the rule that is off this loop.
+    `problems` says, one line per query (`latencyQuery: ...`), why a query gave nothing
+    usable (no PROMETHEUS_URL, Prometheus unreachable, a query error, an answer of the
+    wrong shape, or an answer without a usable value), so the pool can raise a condition
+    naming the rule that is off this loop. `no_data` names the queries (by spec field)
+    that Prometheus did answer, but without a usable value (no series, NaN, no
+    `runpod_pod` label): that is expected while no pod serves, and a misconfiguration
+    once pods do, so decide tells the two apart. A problem line whose field is not in
+    `no_data` is a query that could not be asked.
     """
 
     per_pod: Mapping[str, PodMetrics] = field(default_factory=dict)
     autoscaling_value: float | None = None
     problems: tuple[str, ...] = ()
+    no_data: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

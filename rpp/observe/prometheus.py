@@ -11,12 +11,14 @@ query that returns nothing all mean the same to decide: no data this loop, so th
 that needs it neither starts nor ends a breach, and autoscaling keeps its size. None of
 them raises. Each becomes one `problems` line, prefixed with the query's spec field and
 naming what is off (`latencyQuery: ... RelativeLatency is off this loop`), which the
-pool turns into a condition, and one warning log line. Credentials in PROMETHEUS_URL
-never appear in either.
+pool turns into a condition, and one log line (INFO for an answer without data, a
+warning otherwise). Credentials in PROMETHEUS_URL never appear in either.
 
-`available` is False when a query got no answer at all (no URL, unreachable, an error
-status, a result of the wrong type); an answer without usable data (no series, NaN,
-series without `runpod_pod`) is a problem line but leaves it True. Either way
+A query that got no answer at all (no URL, unreachable, an error status, a result of
+the wrong type) and an answer without usable data (no series, NaN, series without
+`runpod_pod`) are both problem lines; the latter's spec field is also in `no_data`, so
+the pool can tell "Prometheus answered: nothing to report" (normal while no pod
+serves) from "Prometheus could not be asked". Either way
 `per_pod` holds only what the queries that did answer said, so a pod's value is None
 exactly when its rule has no data this loop: callers can use `per_pod` as it is.
 """
@@ -111,6 +113,7 @@ class PrometheusClient:
         per_pod: dict[str, dict[str, float]] = {LATENCY: {}, ERROR_RATIO: {}}
         autoscaling_value: float | None = None
         problems: list[str] = []
+        no_data: set[str] = set()
         for name, answer in zip(names, answers, strict=True):
             if isinstance(answer, PrometheusQueryError):
                 problems.append(f"{name}: {answer}; {FEEDS[name]} is off this loop")
@@ -122,6 +125,7 @@ class PrometheusClient:
             else:
                 per_pod[name], problem = _by_pod(answer)
             if problem:
+                no_data.add(name)
                 problems.append(f"{name}: {problem}; {FEEDS[name]} is off this loop")
         pods = per_pod[LATENCY].keys() | per_pod[ERROR_RATIO].keys()
         reading = PrometheusReading(
@@ -133,6 +137,7 @@ class PrometheusClient:
             },
             autoscaling_value=autoscaling_value,
             problems=tuple(problems),
+            no_data=frozenset(no_data),
         )
         return self._report(pool, reading)
 

@@ -22,11 +22,15 @@ class PromStub:
         self.value = value
         self.per_pod = per_pod or {}
         self.queries: list[str] = []
+        self.down = False  # answers 503, as a Prometheus that cannot serve queries
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         assert scope["type"] == "http"
         query = httpx.QueryParams(scope.get("query_string", b"").decode()).get("query", "")
         self.queries.append(query)
+        if self.down:
+            await _send(send, 503, {"status": "error", "error": "service unavailable"})
+            return
         result: list[dict[str, Any]] = []
         matched = [m for m in self.per_pod if m in query]
         if matched:
@@ -36,17 +40,20 @@ class PromStub:
             ]
         elif self.value is not None:
             result = [{"metric": {}, "value": [0, str(self.value)]}]
-        body = json.dumps(
-            {"status": "success", "data": {"resultType": "vector", "result": result}}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
+        await _send(
+            send, 200, {"status": "success", "data": {"resultType": "vector", "result": result}}
         )
-        await send({"type": "http.response.body", "body": body})
 
     def transport(self) -> httpx.ASGITransport:
         return httpx.ASGITransport(app=self)
+
+
+async def _send(send: Any, status: int, body: dict[str, Any]) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})

@@ -187,7 +187,7 @@ def test_pod_answering_5xx_is_flagged_by_error_rate() -> None:
     story(body, manifest=latency_pool(), prometheus=prom)
 
 
-def test_prometheus_down_turns_its_rules_off_and_flags_nobody() -> None:
+def test_prometheus_without_series_for_serving_pods_turns_its_rules_off_and_flags_nobody() -> None:
     prom = PromStub(per_pod={"app_request_duration_seconds": {}, "app_requests_failed": {}})
 
     async def body(s: Story) -> None:
@@ -196,7 +196,7 @@ def test_prometheus_down_turns_its_rules_off_and_flags_nobody() -> None:
         status = s.status()
         cond = status.condition("PrometheusUnavailable")
         assert cond is not None
-        assert cond.status == "True"
+        assert (cond.status, cond.reason) == ("True", "NoData")
         assert "latencyQuery" in cond.message
         assert "RelativeLatency" in cond.message
         assert all(m.phase == "Ready" for m in status.members)
