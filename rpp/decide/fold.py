@@ -5,8 +5,9 @@ planned on the assumption that effects succeed; this is where their real results
 land, so status keeps telling the truth:
 
 - a created pod becomes a Warming member, paired with the member it replaces
-  (rpp/decide/surge_first.py), the create is
-  logged for limits.maxCreatesPerHour, and a CapacityUnavailable refusal is cleared;
+  (rpp/decide/surge_first.py), the create is logged for limits.maxCreatesPerHour, a
+  CapacityUnavailable refusal is cleared, and its price (RunPod's create answer carries
+  it) counts in costPerHour from this loop, not from the next listing;
 - a create refused for stock records what was tried (CapacityUnavailable) and waits
   5 minutes; any other refusal waits 5 minutes and does not count toward the hourly
   cap; a create whose result is unknown (timeout, 5xx) counts and waits, and the pod
@@ -74,6 +75,7 @@ def _create(
         return status.with_create_attempt(
             now, "created", name=effect.name, replacement_for=effect.replacement_for
         ).replace(
+            cost_per_hour=round(status.cost_per_hour + done.pod.cost_per_hr, 4),
             last_capacity_refusal=None,
             backoff=dataclasses.replace(status.backoff, create_until=None),
         )

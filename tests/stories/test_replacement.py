@@ -202,3 +202,20 @@ def test_prometheus_without_series_for_serving_pods_turns_its_rules_off_and_flag
         assert all(m.phase == "Ready" for m in status.members)
 
     story(body, manifest=latency_pool(), prometheus=prom)
+
+
+def test_a_created_pod_costs_from_the_loop_that_created_it() -> None:
+    async def body(s: Story) -> None:
+        first = await s.loops(1)
+        (created,) = [r for r in first.results if r.result == "created"]
+        assert created.pod is not None
+        assert created.pod.cost_per_hr > 0
+        assert first.status is not None
+        assert first.status.cost_per_hour == created.pod.cost_per_hr  # not $0/h until next loop
+        second = await s.loops(1)
+        assert second.status is not None
+        listed = await s.world.controller.runpod.list_pods()
+        assert len(listed) == 2  # the first pod, and the one this loop created
+        assert second.status.cost_per_hour == round(sum(p.cost_per_hr for p in listed), 4)
+
+    story(body)
