@@ -9,6 +9,7 @@ structured events: the fake cloud's ground truth (`cloud`), what the controller 
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 from collections.abc import Callable
@@ -17,10 +18,12 @@ from typing import Any
 
 import pytest
 
-from rpp.commands.simulate import simulate_to
+from rpp.commands.simulate import default_scenario, simulate_to
 from rpp.sim.scenario import load_scenario
 
 SCENARIOS = Path(__file__).parents[1] / "examples" / "scenarios"
+DEFAULT = "(default)"  # the embedded default scenario, as `rpp simulate` runs it
+EVERY_SCENARIO = [DEFAULT, *sorted(p.stem for p in SCENARIOS.glob("*.yaml"))]
 Record = dict[str, Any]
 
 
@@ -29,7 +32,11 @@ class Story:
 
     def __init__(self, name: str) -> None:
         out = io.StringIO()
-        simulate_to(load_scenario(SCENARIOS / f"{name}.yaml"), out=out, as_json=True)
+        scenario = (
+            default_scenario() if name == DEFAULT else load_scenario(SCENARIOS / f"{name}.yaml")
+        )
+        timeline = simulate_to(scenario, out=out, as_json=True)
+        self.start = timeline.start
         self.records: list[Record] = [json.loads(line) for line in out.getvalue().splitlines()]
 
     def of(self, event: str, **match: Any) -> list[Record]:
@@ -245,3 +252,42 @@ def test_a_pod_answering_errors_is_replaced_for_its_error_rate(stories: Any) -> 
     flagged = s.transition(victim, "Ready", to="Flagged")
     assert flagged["t"] >= 1200 + 300  # ErrorRate lasts 5 minutes first
     replaced_surge_first(s, victim, rule="ErrorRate", broke_at=1200)
+
+
+# -- what a first-time reader of any timeline must be able to believe --------------------
+
+
+@pytest.mark.parametrize("name", EVERY_SCENARIO)
+def test_no_scenario_raises_prometheus_unavailable_for_a_pool_with_nothing_to_scrape(
+    stories: Any, name: str
+) -> None:
+    s = stories(name)
+    raised = s.of("condition", type="PrometheusUnavailable", status="True")
+    assert raised == [], "an empty answer before any pod serves is not Prometheus being down"
+
+
+@pytest.mark.parametrize("name", EVERY_SCENARIO)
+def test_a_created_pods_price_counts_in_the_loop_that_created_it(stories: Any, name: str) -> None:
+    s = stories(name)
+    loops = s.of("loop")
+    for created in s.of("action", action="create", outcome="created"):
+        at = next(i for i, r in enumerate(loops) if r["t"] == created["t"])
+        loop, after = loops[at], loops[at + 1 : at + 2]
+        assert created["pod"] in loop["members"]
+        assert loop["costPerHour"] > 0
+        # The next loop lists the same pods from RunPod: the cost must not jump then.
+        deleted = [r for r in s.of("cloud", kind="deleted") if r["t"] > created["t"]]
+        same = after and after[0]["members"].keys() == loop["members"].keys()
+        if same and not (deleted and deleted[0]["t"] <= after[0]["t"]):
+            assert after[0]["costPerHour"] == loop["costPerHour"]
+
+
+@pytest.mark.parametrize("name", EVERY_SCENARIO)
+def test_a_members_since_is_the_time_of_its_last_transition_line(stories: Any, name: str) -> None:
+    s = stories(name)
+    for pod, member in s.final_members().items():
+        moved = s.of("transition", pod=pod)
+        if not moved:
+            continue
+        since = dt.datetime.fromisoformat(member["since"].replace("Z", "+00:00"))
+        assert abs((since - s.start).total_seconds() - moved[-1]["t"]) < 1, (pod, moved[-1])

@@ -61,7 +61,7 @@ def test_the_default_scenario_prints_a_timeline_and_the_member_table() -> None:
 
 def test_json_output_is_one_object_per_line_with_t_and_a_known_event() -> None:
     out = io.StringIO()
-    simulate_to(default_scenario(), out=out, as_json=True, until=45 * 60)
+    simulate_to(default_scenario(), out=out, as_json=True, until=80 * 60)  # HostNotice at 1:15
 
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     assert {r["event"] for r in records} <= EVENTS

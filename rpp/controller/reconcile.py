@@ -118,7 +118,6 @@ class PoolReconciler:
                 )
 
     async def _reconcile(self, obj: Mapping[str, Any], shared: Shared, name: str) -> PoolResult:
-        now = self.clock.now()
         generation = int(obj.get("metadata", {}).get("generation") or 0)
         try:
             status = self._read_status(name, obj.get("status") or {})
@@ -128,9 +127,13 @@ class PoolReconciler:
             return PoolResult(name, None, (), None, False, error=f"status unreadable: {err}")
         pool, problems = self._load(name, obj)
         if pool is None:
+            now = self.clock.now()
             return await self._invalid(obj, status, problems, now=now, generation=generation)
         spec = pool.spec
         obs, env = await self._observe(spec, status, shared, name)
+        # The decision's time is when its evidence is in: a probe that timed out took its
+        # 10 s, and a phase's `since` must not predate the probes that moved it.
+        now = self.clock.now()
         decision = decide(
             pool=name,
             generation=generation,
@@ -331,7 +334,6 @@ class PoolReconciler:
         The new status is written only when it needs nothing carried out (DryRun and
         Observe plan, they never act; a Manage decision with actions returns None).
         """
-        now = self.clock.now()
         pool, _ = load_pool(fresh, group=self.group)
         if pool is None:
             return None
@@ -340,6 +342,7 @@ class PoolReconciler:
         except StatusFormatError:
             return None
         obs, _env = await self._observe(pool.spec, status, shared, pool.name)
+        now = self.clock.now()
         decision = decide(
             pool=pool.name,
             generation=pool.generation,

@@ -171,7 +171,11 @@ class PrometheusClient:
 
     def _report(self, pool: str, reading: PrometheusReading) -> PrometheusReading:
         for problem in reading.problems:
-            log.warning("pool %s: prometheus: %s", pool or "?", problem)
+            # An empty answer is normal while no pod serves; the pool's condition says
+            # when it is not (NoData), so the log does not warn every loop for it.
+            empty = problem.split(":", 1)[0] in reading.no_data
+            level = logging.INFO if empty else logging.WARNING
+            log.log(level, "pool %s: prometheus: %s", pool or "?", problem)
         return reading
 
 
