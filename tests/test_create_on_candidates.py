@@ -128,6 +128,32 @@ async def test_every_candidate_without_capacity_raises_capacity_unavailable_nami
         assert word in text
 
 
+async def test_a_refusal_names_the_datacenters_the_pool_rules_kept_out_and_why() -> None:
+    cloud = stocked_cloud()
+    cloud.faults.always("createPod", faults.NoCapacity())
+    skipped = (
+        ("EU-CZ-1", "maxPerDatacenter 1 reached"),
+        ("EU-NL-1", "denied by datacenters.deny"),
+        ("US-TX-3", "maxPerDatacenter 1 reached"),
+    )
+    async with client_for(cloud, retry_deadline=1.5) as client:
+        result = await create_first_available(
+            client,
+            REQUEST,
+            gpu_types=(RTX4090,),
+            datacenters=["EU-RO-1", "EU-SE-1"],
+            cloud="SECURE",
+            max_attempts=4,
+            skipped=skipped,
+        )
+    assert result.capacity_unavailable
+    assert result.datacenters == ("EU-RO-1", "EU-SE-1")  # what was tried
+    assert (
+        "not tried: EU-CZ-1, US-TX-3 (maxPerDatacenter 1 reached); "
+        "EU-NL-1 (denied by datacenters.deny)"
+    ) in result.describe()
+
+
 async def test_empty_catalog_for_the_pool_is_capacity_unavailable_without_a_create() -> None:
     cloud = stocked_cloud()
     result = await place(cloud, gpu_types=(A6000,))

@@ -28,7 +28,7 @@ from rpp.adapters.runpod.catalog import GpuCatalog
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.decide.placement import Candidate, order_candidates
-from rpp.model.effects import CreatePod
+from rpp.model.effects import CreatePod, skipped_text
 from rpp.model.observations import RunPodPod
 from rpp.model.records import CapacityRefusal
 from rpp.model.results import EffectResult, Result
@@ -64,6 +64,7 @@ async def create_pod(
         datacenters=effect.datacenters,
         cloud=effect.cloud or spec.cloud,
         max_attempts=MAX_CREATE_ATTEMPTS,
+        skipped=effect.skipped,
     )
     if report.created:
         return EffectResult(effect, Result.CREATED, report.describe(), pod=report.pod)
@@ -76,7 +77,7 @@ async def create_pod(
             gpu_types=report.gpu_types,
             cloud=report.cloud,
             datacenters=report.datacenters,
-            message=report.last_detail or report.describe(),
+            message=report.describe(),  # what was tried and left out, RunPod's words too
         )
     return EffectResult(effect, Result.REFUSED, report.describe(), capacity=capacity)
 
@@ -98,7 +99,9 @@ class CreateReport:
 
     `no_stock` lists the candidates the catalog showed without stock (never called);
     `failures` the ones RunPod refused, in the order tried. `stopped_by` is set when a
-    refusal ended the loop early (402, 401, 422, Unknown...).
+    refusal ended the loop early (402, 401, 422, Unknown...). `skipped` holds the
+    datacenters placement left out, with why (deny, cooldown, maxPerDatacenter), so that
+    a refusal names them too.
     """
 
     gpu_types: tuple[str, ...]
@@ -110,6 +113,7 @@ class CreateReport:
     no_stock: tuple[Candidate, ...] = ()
     stopped_by: answers.CallOutcome | None = None
     catalog_error: str | None = None
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @property
     def created(self) -> bool:
@@ -156,6 +160,8 @@ class CreateReport:
         parts = [head]
         if self.no_stock:
             parts.append(f"{len(self.no_stock)} without stock in the catalog")
+        if self.skipped:
+            parts.append(f"not tried: {skipped_text(self.skipped)}")
         if self.failures:
             parts.append(f"RunPod said: {self.failures[-1].detail}")
         if self.catalog_error:
@@ -171,6 +177,7 @@ async def create_first_available(
     datacenters: Sequence[str],
     cloud: str,
     max_attempts: int,
+    skipped: Sequence[tuple[str, str]] = (),
 ) -> CreateReport:
     """Read the catalog once, then create per candidate in order until one answers 201."""
     if max_attempts < 1:
@@ -179,6 +186,7 @@ async def create_first_available(
         gpu_types=tuple(dict.fromkeys(gpu_types)),
         datacenters=tuple(dict.fromkeys(datacenters)),
         cloud=cloud,
+        skipped=tuple(skipped),
     )
     catalog: GpuCatalog | None = None
     try:

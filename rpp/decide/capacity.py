@@ -98,6 +98,7 @@ def plan_create(
         gpu_types=spec.gpu_types,
         datacenters=placement.datacenters,
         cloud=spec.cloud,
+        skipped=placement.excluded,
     )
     return CreatePlan(effect, None)
 

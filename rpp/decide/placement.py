@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from rpp.model.effects import skipped_text
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
 from rpp.model.timestamps import to_rfc3339
@@ -34,14 +35,13 @@ class Placement:
     """The datacenters a create may try, in order, and why the others are left out."""
 
     datacenters: tuple[str, ...]
-    excluded: tuple[tuple[str, str], ...]  # (datacenter, why)
+    excluded: tuple[tuple[str, str], ...]  # (datacenter, why), in datacenters.allow order
 
     def explain(self) -> str:
         """A sentence for a condition when nothing is left."""
         if not self.excluded:
             return "datacenters.allow is empty: list the datacenters pods may use"
-        why = "; ".join(f"{dc} {reason}" for dc, reason in self.excluded)
-        return f"no allowed datacenter can take a pod: {why}"
+        return f"no allowed datacenter can take a pod: {skipped_text(self.excluded)}"
 
 
 def place(
@@ -62,19 +62,13 @@ def place(
     excluded: list[tuple[str, str]] = []
     for dc in spec.datacenters.allow:
         if dc in spec.datacenters.deny:
-            excluded.append((dc, "is denied"))
+            excluded.append((dc, "denied by datacenters.deny"))
         elif dc in cooling:
             excluded.append(
-                (dc, f"is in cooldown until {to_rfc3339(cooling[dc])} (2 replacements in 24h)")
+                (dc, f"cooldown until {to_rfc3339(cooling[dc])} after 2 replacements in 24h")
             )
         elif per_dc[dc] >= spec.max_per_datacenter:
-            excluded.append(
-                (
-                    dc,
-                    f"already holds {per_dc[dc]} pool pod(s) (maxPerDatacenter "
-                    f"{spec.max_per_datacenter})",
-                )
-            )
+            excluded.append((dc, f"maxPerDatacenter {spec.max_per_datacenter} reached"))
         else:
             allowed.append(dc)
     return Placement(tuple(allowed), tuple(excluded))

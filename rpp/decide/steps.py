@@ -92,10 +92,11 @@ def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
             Cond.CAPACITY_UNAVAILABLE,
             true=True,
             reason="NoStock",
+            # The refusal's message says what was tried, what lacked stock and which
+            # datacenters the pool's own rules kept out (deny, cooldown, maxPerDatacenter).
             message=f"the pool needs a pod ({wish.reason}) and RunPod refused the last create "
-            f"for lack of stock: tried {', '.join(refusal.gpu_types)} in "
-            f"{', '.join(refusal.datacenters)} ({refusal.cloud}): {refusal.message}; widen "
-            "gpuTypes, datacenters.allow or cloud, or wait for stock",
+            f"for lack of stock: {refusal.message}; widen gpuTypes, datacenters "
+            "(allow, deny, maxPerDatacenter) or cloud, or wait for stock",
         )
     else:
         conds.clear(

@@ -13,6 +13,7 @@ envFromSecret at act time, right after it re-reads the pod to check ownership.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -25,7 +26,8 @@ class CreatePod:
     """Create one pod for the pool; RunPod takes the first candidate with stock.
 
     `gpu_types` and `datacenters` are the candidates in preference order, already
-    filtered by decide (denied, cooling-down and full datacenters removed).
+    filtered by decide (denied, cooling-down and full datacenters removed); `skipped`
+    names the allowed datacenters left out and why, so a refusal can say so.
     """
 
     action: ClassVar[ActionKind] = "create"
@@ -36,6 +38,7 @@ class CreatePod:
     gpu_types: tuple[str, ...] = ()
     datacenters: tuple[str, ...] = ()
     cloud: str | None = None
+    skipped: tuple[tuple[str, str], ...] = ()  # (datacenter, why not tried)
 
     @property
     def pod(self) -> str:
@@ -52,6 +55,18 @@ class CreatePod:
             if self.cloud:
                 text += f" ({self.cloud})"
         return text
+
+
+def skipped_text(skipped: Iterable[tuple[str, str]]) -> str:
+    """`EU-SE-1, EU-CZ-1 (maxPerDatacenter 1 reached); EU-NL-1 (denied by ...)`.
+
+    The datacenters a create left out, grouped by why, in their datacenters.allow order;
+    shared by decide (a blocked create) and act (a refused one) so both say it alike.
+    """
+    by_reason: dict[str, list[str]] = {}
+    for dc, why in skipped:
+        by_reason.setdefault(why, []).append(dc)
+    return "; ".join(f"{', '.join(dcs)} ({why})" for why, dcs in by_reason.items())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -87,6 +87,12 @@ def test_no_stock_for_two_hours_raises_capacity_unavailable_and_keeps_the_flagge
         assert free
         assert all(dc in message for dc in free)
         assert "without stock in the catalog" in message
+        # The datacenters the pool's own rule kept out are named with the rule.
+        assert f"not tried: {', '.join(sorted(used, key=DATACENTERS.index))} " in message
+        assert "(maxPerDatacenter 1 reached)" in message
+        refusal = raised.last_capacity_refusal
+        assert refusal is not None
+        assert "(maxPerDatacenter 1 reached)" in refusal.message
         started = s.clock.now()
         while (s.clock.now() - started) < dt.timedelta(hours=2):
             result = await s.loops(1)
