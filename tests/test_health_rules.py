@@ -202,7 +202,9 @@ def test_error_rate_threshold_is_strictly_above_5_percent(ratio: float, breached
     health = judge(seen(error_ratio=ratio))
     assert (Rule.ERROR_RATE in health.breaches) is breached
     if breached:
-        assert health.reasons[Rule.ERROR_RATE].startswith("5xx share 5.01% (limit 5.00%)")
+        assert health.reasons[Rule.ERROR_RATE].startswith(
+            "5xx share 5.01% over errorRatioQuery's window (limit 5.00%)"
+        )
 
 
 @pytest.mark.parametrize(("latency", "breached"), [(0.999, False), (1.0, False), (1.001, True)])

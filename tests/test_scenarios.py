@@ -251,6 +251,9 @@ def test_a_pod_answering_errors_is_replaced_for_its_error_rate(stories: Any) -> 
     victim = s.pod(2)
     flagged = s.transition(victim, "Ready", to="Flagged")
     assert flagged["t"] >= 1200 + 300  # ErrorRate lasts 5 minutes first
+    # By then the query's 5-minute window holds only failing-period answers: the share it
+    # reports is the 30% the scenario set, not a mix with the healthy minutes before.
+    assert "ErrorRate: 5xx share 30.00% over errorRatioQuery's window" in flagged["reason"]
     replaced_surge_first(s, victim, rule="ErrorRate", broke_at=1200)
 
 

@@ -44,7 +44,9 @@ def test_the_default_scenario_prints_a_timeline_and_the_member_table() -> None:
     table = lines.index(next(line for line in lines if line.startswith("NAME ")))
     assert lines[table].split() == ["NAME", "MODE", "READY", "DESIRED", "COST/H", "PLANNED"]
     assert lines[table + 1].split()[:2] == ["inference", "Manage"]
-    members = lines[table + 3 :]
+    legend = " ".join(lines[table + 2 : lines.index("", table)])
+    assert "PLANNED: the actions DryRun would take" in legend
+    members = lines[lines.index(next(line for line in lines if line.startswith("POD "))) :]
     assert members[0].split() == [
         "POD",
         "NAME",

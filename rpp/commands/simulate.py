@@ -34,7 +34,10 @@ from rpp.sim.world import World
 DEFAULT_SCENARIO = "default_scenario.yaml"
 DEFAULT_IMAGE = "ghcr.io/example/inference:1.0.0"
 TRAFFIC_OFFSET_S = 5.0  # traffic runs between loops, as users do not wait for them
-TRAFFIC_PERIOD_S = 60.0  # one request per wired pod per minute: 5 answers in a 5m window
+# One request per wired pod every 30 s: a [5m] window holds 10 answers, so an error
+# share a scenario sets in tenths (`errors` ratio 0.3) reads exactly once the window is
+# all failing (one a minute gave 5 answers: 30% read as 20% or 40%).
+TRAFFIC_PERIOD_S = 30.0
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

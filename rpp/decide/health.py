@@ -267,7 +267,8 @@ def _error_rate(metrics: PodMetrics | None, limit: RuleThresholds) -> _Check:
     ratio = metrics.error_ratio
     return _Check(
         ratio > limit.threshold,
-        f"5xx share {ratio:.2%} (limit {limit.threshold:.2%})",
+        # The share is over the query's rate() window, not this instant: say so.
+        f"5xx share {ratio:.2%} over errorRatioQuery's window (limit {limit.threshold:.2%})",
     )
 
 

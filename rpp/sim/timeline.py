@@ -159,14 +159,15 @@ class Timeline:
             flag = "raised" if r["status"] == "True" else "cleared"
             return f"{at}  {r['pool']}  {r['type']} {flag} ({r['reason']}): {r['message']}"
         if kind == "loop":
-            key = (r["mode"], r["ready"], r["desired"], tuple(r["wired"]))
+            phases = r["members"]
+            wired = tuple((pod, phases.get(pod, "?")) for pod in r["wired"])
+            key = (r["mode"], r["ready"], r["desired"], wired)
             if self._last_loop.get(r["pool"]) == key:
                 return None
             self._last_loop[r["pool"]] = key
-            wired = " ".join(r["wired"]) or "none"
             return (
-                f"{at}  {r['pool']}  = {r['mode']}: {r['ready']} ready of {r['desired']} "
-                f"desired; in nginx: {wired}; ${r['costPerHour']:g}/h"
+                f"{at}  {r['pool']}  = {r['mode']}: {r['ready']} Ready of {r['desired']} "
+                f"desired; in nginx: {_wired_text(wired)}; ${r['costPerHour']:g}/h"
             )
         if kind == "cloud":
             if r["kind"] == "fault":
@@ -204,6 +205,18 @@ def _repeat_key(r: Mapping[str, Any]) -> tuple[Any, ...] | None:
     return None
 
 
+def _wired_text(wired: tuple[tuple[str, str], ...]) -> str:
+    """The pods in nginx slots; one that serves without being Ready says its phase.
+
+    READY counts members in phase Ready. A Flagged pod keeps its slot (it serves) until
+    its replacement is Ready, so nginx can hold more pods than READY says: the line
+    names both rather than calling the Flagged one ready.
+    """
+    if not wired:
+        return "none"
+    return " ".join(pod if phase == "Ready" else f"{pod} ({phase})" for pod, phase in wired)
+
+
 def loop_fields(status: PoolStatus) -> dict[str, Any]:
     wired = sorted((m for m in status.members if m.slot is not None), key=lambda m: m.slot or 0)
     return {
@@ -222,6 +235,14 @@ def clock_text(seconds: float) -> str:
     return f"+{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
+TABLE_LEGEND = (
+    "  READY: members in phase Ready (each serves in an nginx slot); a Flagged pod also",
+    "  serves until its replacement is Ready. PLANNED: the actions DryRun would take",
+    "  (status.plannedActions), always 0 in Manage and Observe. SINCE: when the member",
+    "  entered its phase.",
+)
+
+
 def member_table(pool: str, stored: Mapping[str, Any], *, start: dt.datetime) -> str:
     """`kubectl get rpp -o wide`, then one row per member."""
     status = PoolStatus.from_storage(stored)
@@ -234,7 +255,7 @@ def member_table(pool: str, stored: Mapping[str, Any], *, start: dt.datetime) ->
         f"{status.cost_per_hour:g}",
         str(status.planned),
     ]
-    lines = _columns([head, row])
+    lines = [*_columns([head, row]), *TABLE_LEGEND]
     members = [["POD", "NAME", "PHASE", "SLOT", "DATACENTER", "GPU", "IMAGE", "SINCE"]]
     for m in sorted(status.members, key=lambda m: (m.slot is None, m.slot or 0, m.pod_id)):
         since = clock_text((m.since - start).total_seconds())
