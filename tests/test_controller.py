@@ -26,7 +26,7 @@ def virtual(body: Callable[[VirtualClock], Awaitable[T]]) -> T:
 
 
 def status(w: World, pool: str) -> PoolStatus:
-    return PoolStatus.from_storage(w.kube.pool(pool).get("status") or {})
+    return PoolStatus.from_stored(w.kube.pool(pool).get("status") or {})
 
 
 def break_pool(w: World, pool: str, *, how: str) -> dict[str, bool]:

@@ -57,7 +57,7 @@ def virtual(body: Callable[[VirtualClock], Awaitable[T]]) -> T:
 
 
 def status(w: World) -> PoolStatus:
-    return PoolStatus.from_storage(w.kube.pool("inference").get("status") or {})
+    return PoolStatus.from_stored(w.kube.pool("inference").get("status") or {})
 
 
 def test_the_leader_killed_mid_create_the_standby_takes_over_without_a_second_create() -> None:

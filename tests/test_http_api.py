@@ -67,7 +67,7 @@ def test_metrics_and_sd_describe_the_pool_as_its_status_does() -> None:
     w = healthy_world()
     registry = w.controller.registry
     api = HttpApi(registry=registry, health=lambda: None, kube=w.kube)
-    final = PoolStatus.from_storage(w.kube.pool("inference")["status"])
+    final = PoolStatus.from_stored(w.kube.pool("inference")["status"])
     wired = sorted((m for m in final.members if m.slot is not None), key=lambda m: m.slot or 0)
     assert len(wired) == 2
 
@@ -123,7 +123,7 @@ def test_sd_uses_the_pools_nginx_service_and_lists_only_wired_members() -> None:
     pool = {
         "metadata": {"name": "batch", "namespace": "gpu"},
         "spec": {"nginx": {"service": "batch-lb"}},
-        "status": status.for_storage(),
+        "status": status.stored(),
     }
 
     groups = sd_groups(pool, namespace="elsewhere")
@@ -216,7 +216,7 @@ def test_the_seeds_alerts_fire_for_the_troubled_pool_and_prometheus_reads_the_sd
     )
     version = stored["metadata"]["resourceVersion"]
     asyncio.run(
-        kube.replace_pool_status("inference", status=wired.for_storage(), resource_version=version)
+        kube.replace_pool_status("inference", status=wired.stored(), resource_version=version)
     )
     api = HttpApi(registry=registry, health=lambda: None, kube=kube)
 

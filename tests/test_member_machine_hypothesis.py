@@ -200,8 +200,8 @@ def test_random_loops_keep_the_machine_defined_persistable_and_effects_on_transi
         now += dt.timedelta(seconds=loop.after)
         step = drive(record, loop, now)
         assert step.record.phase in PHASES
-        stored = json.loads(json.dumps(step.record.for_storage()))
-        assert MemberRecord.from_storage(stored, "status.members[0]") == step.record
+        stored = json.loads(json.dumps(step.record.stored()))
+        assert MemberRecord.from_stored(stored, "status.members[0]") == step.record
         check_effects_come_from_transitions(record, step, now)
         if step.record.phase in UNWIRED_PHASES:
             assert step.record.slot is None, step

@@ -7,6 +7,7 @@ import datetime as dt
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 
 from rpp.adapters.clock import UTC
@@ -143,19 +144,19 @@ def full_status(members: int = 3) -> PoolStatus:
 
 
 def through_json(status: PoolStatus) -> PoolStatus:
-    return PoolStatus.from_storage(json.loads(json.dumps(status.for_storage())))
+    return PoolStatus.from_stored(json.loads(json.dumps(status.stored())))
 
 
 class TestRoundTrip:
     def test_status_with_every_field_set_round_trips_through_json_exactly(self) -> None:
         status = full_status()
-        stored = status.for_storage()
+        stored = status.stored()
         again = through_json(status)
         assert again == status
-        assert again.for_storage() == stored
+        assert again.stored() == stored
 
     def test_every_member_field_reaches_storage(self) -> None:
-        stored = full_member(1).for_storage()
+        stored = full_member(1).stored()
         assert set(stored) == {
             "podId", "name", "phase", "since", "slot", "datacenter", "gpuType", "image",
             "costPerHr", "createdAt", "lastProbe", "passStreak", "breaches", "flaggedRule",
@@ -175,26 +176,32 @@ class TestRoundTrip:
             HistoryEntry(time=dt.datetime(2026, 1, 1), action="create", outcome="ok")
 
     def test_absent_or_null_status_reads_as_an_empty_status(self) -> None:
-        assert PoolStatus.from_storage(None) == PoolStatus()
-        assert PoolStatus.from_storage({}) == PoolStatus()
+        assert PoolStatus.from_stored(None) == PoolStatus()
+        assert PoolStatus.from_stored({}) == PoolStatus()
 
-    def test_whole_numbers_written_back_as_floats_and_floats_as_ints_are_accepted(self) -> None:
-        stored = full_status(1).for_storage()
+    def test_whole_numbers_written_back_as_floats_are_read_as_whole_numbers(self) -> None:
+        stored = full_status(1).stored()
         stored["desired"] = 3.0
-        stored["costPerHour"] = 2
-        status = PoolStatus.from_storage(stored)
+        status = PoolStatus.from_stored(stored)
         assert (status.desired, type(status.desired)) == (3, int)
-        assert (status.cost_per_hour, type(status.cost_per_hour)) == (2.0, float)
+        assert status.stored()["desired"] == 3
+
+    @pytest.mark.parametrize("cost", [0, 2, 0.0, 2.5])
+    def test_numbers_keep_the_json_form_they_were_written_in(self, cost: float) -> None:
+        status = PoolStatus(cost_per_hour=cost)
+        again = through_json(status)
+        assert json.dumps(again.stored()) == json.dumps(status.stored())
+        assert repr(again.cost_per_hour) == repr(cost)
 
     def test_fifty_members_with_every_field_set_serialize_under_64_kib(self) -> None:
-        stored = full_status(50).for_storage()
+        stored = full_status(50).stored()
         members = json.dumps(stored["members"], separators=(",", ":"))
         assert len(members.encode()) < 64 * 1024, len(members)
 
     def test_whole_status_at_fifty_full_members_and_full_history_stays_under_100_kib(
         self,
     ) -> None:
-        stored = full_status(50).for_storage()
+        stored = full_status(50).stored()
         assert len(stored["history"]) == HISTORY_LIMIT
         compact = json.dumps(stored, separators=(",", ":"))
         assert len(compact.encode()) < 100 * 1024, len(compact)
@@ -273,22 +280,44 @@ MALFORMED = {
 def test_malformed_status_names_the_path_and_the_fix(
     path: tuple[Any, ...], value: object, message: str
 ) -> None:
-    stored = _set_path(full_status(3).for_storage(), path, value)
+    stored = _set_path(full_status(3).stored(), path, value)
     with pytest.raises(StatusFormatError, match=message) as raised:
-        PoolStatus.from_storage(stored)
+        PoolStatus.from_stored(stored)
     assert "fix or remove this field" in str(raised.value)
 
 
 def test_a_pod_listed_twice_in_members_is_a_clear_error() -> None:
-    stored = full_status(2).for_storage()
+    stored = full_status(2).stored()
     stored["members"][1]["podId"] = stored["members"][0]["podId"]
     with pytest.raises(StatusFormatError, match=r"members\[1\]\.podId: pod .* listed twice"):
-        PoolStatus.from_storage(stored)
+        PoolStatus.from_stored(stored)
+
+
+def test_an_explicit_null_reads_as_not_set() -> None:
+    stored = full_status(1).stored()
+    stored["members"][0]["passStreak"] = None
+    stored["members"][0]["slot"] = None
+    stored["rollout"] = None
+    status = PoolStatus.from_stored(stored)
+    assert (status.members[0].pass_streak, status.members[0].slot, status.rollout) == (
+        0,
+        None,
+        None,
+    )
+
+
+def test_the_stored_form_matches_the_generated_json_schema() -> None:
+    schema = PoolStatus.model_json_schema(by_alias=True)
+    jsonschema.validate(full_status(3).stored(), schema)
+    member = schema["$defs"]["MemberRecord"]
+    assert set(member["properties"]) == set(full_member(0).stored())
+    since = member["properties"]["since"]
+    assert (since["type"], since["format"]) == ("string", "date-time")
 
 
 def test_status_that_is_not_an_object_is_a_clear_error() -> None:
     with pytest.raises(StatusFormatError, match="status: expected an object, got a list"):
-        PoolStatus.from_storage([])
+        PoolStatus.from_stored([])
 
 
 class TestConditions:
@@ -324,7 +353,7 @@ class TestConditions:
         assert [c.type for c in conditions] == ["Ready", "NotActing"]
 
     def test_condition_status_must_be_true_false_or_unknown(self) -> None:
-        with pytest.raises(ValueError, match="status must be one of True, False, Unknown"):
+        with pytest.raises(ValueError, match="'True', 'False' or 'Unknown'"):
             Condition(type="Ready", status="yes", reason="", message="", last_transition_time=T0)
 
     def test_long_messages_are_bounded(self) -> None:

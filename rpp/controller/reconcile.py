@@ -159,8 +159,8 @@ class PoolReconciler:
     def _read_status(self, name: str, stored: Mapping[str, Any]) -> PoolStatus:
         written = self._written.get(name)
         if written is not None and written[0] == stored:
-            return written[1]  # from_storage(for_storage(s)) == s: the round trip is exact
-        return PoolStatus.from_storage(stored)
+            return written[1]  # from_stored(s.stored()) == s: the round trip is exact
+        return PoolStatus.from_stored(stored)
 
     def _load(self, name: str, obj: Mapping[str, Any]) -> tuple[Pool | None, list[Any]]:
         meta = obj.get("metadata") or {}
@@ -305,7 +305,7 @@ class PoolReconciler:
                     log.info("pool %s: changed during the loop; the next loop acts", name)
                 return retry
             try:
-                fresh_status = PoolStatus.from_storage(fresh.get("status") or {})
+                fresh_status = PoolStatus.from_stored(fresh.get("status") or {})
             except StatusFormatError:
                 fresh_status = None
             if fresh_status != before:
@@ -338,7 +338,7 @@ class PoolReconciler:
         if pool is None:
             return None
         try:
-            status = PoolStatus.from_storage(fresh.get("status") or {})
+            status = PoolStatus.from_stored(fresh.get("status") or {})
         except StatusFormatError:
             return None
         obs, _env = await self._observe(pool.spec, status, shared, pool.name)

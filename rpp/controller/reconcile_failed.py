@@ -98,7 +98,7 @@ class ReconcileFailures:
 
         async def compose(fresh: Mapping[str, Any]) -> PoolStatus | None:
             try:
-                status = PoolStatus.from_storage(fresh.get("status") or {})
+                status = PoolStatus.from_stored(fresh.get("status") or {})
             except StatusFormatError as err:
                 log.error("pool %s: status unreadable, %s not written: %s", name, reason, err)
                 return None

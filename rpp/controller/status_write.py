@@ -91,7 +91,7 @@ async def write_status(
                     if fresh is None:
                         return StatusWrite(status=None, written=False)
                     current = fresh
-                sent = current.for_storage()
+                sent = current.stored()
                 stored = await kube.replace_pool_status(
                     name, status=sent, resource_version=_version(obj)
                 )

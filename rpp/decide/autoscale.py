@@ -21,7 +21,6 @@ AutoscalingMetricUnavailable says why.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
 from collections.abc import Sequence
@@ -78,7 +77,7 @@ def scale(
     keep_s = max(cfg.scale_up_stabilization, cfg.scale_down_stabilization)
     recs = list(current_state.recommendations)
     if value is None or math.isnan(value):
-        kept = dataclasses.replace(current_state, value=None, size=current)
+        kept = current_state.replace(value=None, size=current)
         return Scaling(current, status.replace(autoscaling=kept), unavailable="no value")
     rec = recommend(
         ready=ready,

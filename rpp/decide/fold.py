@@ -20,7 +20,6 @@ land, so status keeps telling the truth:
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 
@@ -77,9 +76,9 @@ def _create(
         ).replace(
             cost_per_hour=round(status.cost_per_hour + done.pod.cost_per_hr, 4),
             last_capacity_refusal=None,
-            backoff=dataclasses.replace(status.backoff, create_until=None),
+            backoff=status.backoff.replace(create_until=None),
         )
-    backoff = dataclasses.replace(status.backoff, create_until=now + CREATE_BACKOFF)
+    backoff = status.backoff.replace(create_until=now + CREATE_BACKOFF)
     if done.result is Result.UNKNOWN:
         # It may have made a pod that bills: it counts, and the next list adopts it.
         return status.with_create_attempt(

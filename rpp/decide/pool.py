@@ -175,7 +175,7 @@ def _drive_members(
     order = {Phase.UPDATING: 0, Phase.WARMING: 1}
     members = sorted(
         loop.conds.status.members,
-        key=lambda m: (order.get(Phase(m.phase), 2), m.since, m.pod_id),
+        key=lambda m: (order.get(m.phase, 2), m.since, m.pod_id),
     )
     current = {m.pod_id: m for m in members}
     ports = slot_ports(loop.spec)

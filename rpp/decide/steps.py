@@ -10,8 +10,6 @@ itself with a condition when it cannot act.
 
 from __future__ import annotations
 
-import dataclasses
-
 from rpp.decide import autoscale, capacity
 from rpp.decide.conditions import Cond
 from rpp.decide.loop_state import LoopState
@@ -157,7 +155,7 @@ def roll(
         planned[planned.index(victim)] = loop.order(victim, drained)
         progress = step.progress
         if progress is not None:
-            progress = dataclasses.replace(progress, pod=victim.pod_id, step="drain")
+            progress = progress.replace(pod=victim.pod_id, step="drain")
         loop.conds.status = loop.conds.status.replace(rollout=progress)
     else:
         loop.conds.status = loop.conds.status.replace(rollout=step.progress)

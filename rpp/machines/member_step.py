@@ -119,7 +119,7 @@ def new_member(
     return MemberRecord(
         pod_id=pod.id,
         name=pod.name,
-        phase=Phase.WARMING.value if slot is None else Phase.READY.value,
+        phase=Phase.WARMING if slot is None else Phase.READY,
         since=now,
         slot=slot,
         datacenter=pod.datacenter,

@@ -16,19 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rpp.model.effects import Effect
-from rpp.model.members import PHASES, MemberRecord
-
-
-class UnknownPhaseError(ValueError):
-    """A member record whose phase names no state of the member machine."""
-
-    def __init__(self, record: MemberRecord) -> None:
-        super().__init__(
-            f"member {record.pod_id} ({record.name}) has unknown phase {record.phase!r}; "
-            f"expected one of {', '.join(PHASES)} (status written by another version or "
-            "edited by hand: fix the phase or remove the member from status)"
-        )
-        self.record = record
+from rpp.model.members import MemberRecord, Phase
 
 
 @dataclass(frozen=True)
@@ -63,7 +51,7 @@ class MemberView:
         self.moves: list[Move] = []
 
     @property
-    def phase(self) -> str:
+    def phase(self) -> Phase:
         return self._record.phase
 
     @phase.setter
@@ -71,7 +59,7 @@ class MemberView:
         # The library writes the phase on every transition, self-transitions included;
         # rebuilding the record for the same phase would be wasted work.
         if value != self._record.phase:
-            self._record = self._record.replace(phase=str(value))
+            self._record = self._record.replace(phase=Phase(value))
 
     @property
     def current(self) -> MemberRecord:

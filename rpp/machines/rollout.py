@@ -27,7 +27,6 @@ UpdateFailed condition all ask this module. Pure: no I/O, no clock.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -188,14 +187,12 @@ def after_update(
     if done.result is Result.PLANNED:
         return status
     if effect.rollback:
-        status = status.replace(
-            backoff=dataclasses.replace(status.backoff, update_until=now + UPDATE_BACKOFF)
-        )
+        status = status.replace(backoff=status.backoff.replace(update_until=now + UPDATE_BACKOFF))
     member = status.member(effect.pod_id)
     if member is None or member.update is None:
         return status
     refused = None if done.ok else (done.detail or done.result.value)
-    update = dataclasses.replace(member.update, refused=refused)
+    update = member.update.replace(refused=refused)
     return status.with_member(member.replace(update=update))
 
 

@@ -1,27 +1,48 @@
-"""Reading and writing the JSON shape of RunPodPool status, with errors that name the path.
+"""The JSON shape of RunPodPool status: the base model, its field types, path-naming errors.
 
 Status is the controller's only memory, and it is read back every loop: it may have
 been written by an older version of the controller or edited by hand with `kubectl
-edit --subresource=status`. So every field is read through `Fields`, which checks the
-JSON type and, on a mismatch, raises `StatusFormatError` naming the exact path
-("status.members[2].since: not a timestamp"), never a bare KeyError or TypeError.
+edit --subresource=status`. The status records (rpp/model/status.py, members.py,
+records.py) are frozen pydantic models on `StatusModel`; `from_stored` reads them and
+turns any mismatch into one `StatusFormatError` naming the exact path
+("status.members[2].since: not a timestamp"), never a bare KeyError or a pydantic
+report. Keys are the camelCase ones Kubernetes status uses; `stored()` writes them,
+leaving out the fields that are None.
+
+Reading is strict where a lax parser would guess: a slot of "8081" or a flag of "yes"
+is an error, not a number or a boolean. Two leniencies are kept because the JSON may
+come back that way: a whole number written as 3.0, and an explicit null meaning "not
+set". Numbers keep the JSON form they were given (0 stays 0, 0.5 stays 0.5), so the
+round trip is exact.
 
 Timestamps are aware UTC datetimes in memory and RFC 3339 strings with second
-precision in storage; `stamp` truncates to the second at construction, so a record
-always survives the JSON round trip unchanged. This module sits under rpp/model/status.py and
-rpp/model/members.py and does no I/O.
+precision in storage; they are truncated to the second whenever a record is built
+(`replace` validates too), so a record always survives the JSON round trip unchanged.
+This module sits under the status models and does no I/O.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+import re
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Annotated, Any, Self
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    GetPydanticSchema,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import core_schema as cs
 
 from rpp.model.timestamps import UTC, from_rfc3339, to_rfc3339
-
-T = TypeVar("T")
 
 
 class StatusFormatError(ValueError):
@@ -38,25 +59,169 @@ class StatusFormatError(ValueError):
 
 def stamp(when: dt.datetime) -> dt.datetime:
     """`when` as stored: aware UTC, whole seconds (so the JSON round trip is exact)."""
+    if when.tzinfo is UTC and not when.microsecond:
+        return when
     if when.tzinfo is None:
         raise ValueError(f"timestamp {when.isoformat()} has no timezone; use aware UTC times")
     return when.astimezone(UTC).replace(microsecond=0)
 
 
-def opt_stamp(when: dt.datetime | None) -> dt.datetime | None:
-    return None if when is None else stamp(when)
+@lru_cache(maxsize=4096)
+def _time_from_text(text: str) -> dt.datetime:
+    # Cached: most timestamps of a status are the ones the last loop wrote.
+    try:
+        return stamp(from_rfc3339(text))
+    except ValueError:
+        raise PydanticCustomError(
+            "status",
+            "not a timestamp: {text}; write RFC 3339 such as 2026-01-01T00:00:00Z",
+            {"text": repr(text)},
+        ) from None
 
 
-def write_time(when: dt.datetime | None) -> str | None:
-    return None if when is None else to_rfc3339(when)
+def _read_time(value: object) -> dt.datetime:
+    if isinstance(value, str):
+        return _time_from_text(value)
+    if isinstance(value, dt.datetime):
+        return stamp(value)
+    raise PydanticCustomError(
+        "status", "not a timestamp: expected a string, got {kind}", {"kind": _kind_of(value)}
+    )
 
 
-def drop_none(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A storage dict without the keys whose value is None (absent reads back as None)."""
-    return {key: value for key, value in data.items() if value is not None}
+Timestamp = Annotated[
+    dt.datetime,
+    # Written with the cached `to_rfc3339`: most timestamps are the last loop's, and a
+    # cache hit is cheaper than formatting again.
+    GetPydanticSchema(
+        lambda _type, _handler: cs.no_info_plain_validator_function(
+            _read_time,
+            serialization=cs.plain_serializer_function_ser_schema(to_rfc3339, when_used="json"),
+        )
+    ),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
+"""An aware UTC datetime, whole seconds; RFC 3339 with `Z` in storage."""
 
 
-def kind_of(value: object) -> str:
+def _json_number(error: str) -> cs.CoreSchema:
+    return cs.union_schema(
+        [cs.int_schema(strict=True), cs.float_schema(strict=True, allow_inf_nan=False)],
+        custom_error_type=error,
+        custom_error_message=error,
+    )
+
+
+Number = Annotated[
+    float,
+    GetPydanticSchema(lambda _type, _handler: _json_number("number")),
+    WithJsonSchema({"type": "number"}),
+]
+"""A finite JSON number, kept as the int or float it was given."""
+
+
+def _whole(minimum: int | None) -> GetPydanticSchema:
+    return GetPydanticSchema(
+        lambda _type, _handler: cs.chain_schema([_json_number("whole"), cs.int_schema(ge=minimum)])
+    )
+
+
+Whole = Annotated[int, _whole(None), WithJsonSchema({"type": "integer"})]
+"""A whole number; 3.0 reads as 3, 3.5, "3" and true are errors."""
+
+NonNegative = Annotated[int, _whole(0), WithJsonSchema({"type": "integer", "minimum": 0})]
+"""A whole number, 0 or more."""
+
+SORTED_KEYS = AfterValidator(lambda value: dict(sorted(value.items())))
+"""Mark a map field to be kept (and so written) in key order: equal maps, equal bytes."""
+
+
+class StatusModel(BaseModel):
+    """A frozen status record whose storage form is camelCase JSON without nulls."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+    )
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes`, validated like a read (timestamps truncated, enums set)."""
+        return self.model_validate({**self.__dict__, **changes})
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON form written to the status subresource."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+    @classmethod
+    def from_stored(cls, data: object, path: str) -> Self:
+        """Read the JSON form at `path`; anything malformed is a `StatusFormatError`."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError:
+            pass
+        try:  # the rare slow path: nulls read as "not set"
+            return cls.model_validate(_without_nulls(data))
+        except ValidationError as err:
+            first = err.errors(include_url=False)[0]
+            raise StatusFormatError(_path(path, first["loc"]), _problem(first)) from None
+
+
+# Maps whose keys are names, not fields: a null there is a bad value, not "not set".
+_MAPS = frozenset({"breaches", "datacenterReplacements"})
+
+
+def _without_nulls(data: object, *, keep_nulls: bool = False) -> object:
+    if isinstance(data, Mapping):
+        return {
+            key: _without_nulls(value, keep_nulls=key in _MAPS)
+            for key, value in data.items()
+            if keep_nulls or value is not None
+        }
+    if isinstance(data, list):
+        return [_without_nulls(item) for item in data]
+    return data
+
+
+def _path(base: str, loc: tuple[int | str, ...]) -> str:
+    return base + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+
+
+_EXPECTED = {
+    "missing": "required, and missing",
+    "bool_type": "expected true or false",
+    "string_type": "expected a string",
+    "list_type": "expected a list",
+    "tuple_type": "expected a list",
+    "dict_type": "expected an object",
+    "model_type": "expected an object",
+    "model_attributes_type": "expected an object",
+    "whole": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "number": "expected a number",
+}
+
+
+def _problem(error: ErrorDetails) -> str:
+    kind, value = error["type"], error["input"]
+    if kind == "missing":
+        return _EXPECTED[kind]
+    if kind == "number" and isinstance(value, float) and not math.isfinite(value):
+        return f"expected a finite number, got {value}"
+    if kind in _EXPECTED:
+        return f"{_EXPECTED[kind]}, got {_kind_of(value)}"
+    if kind == "greater_than_equal":
+        return f"must be {error.get('ctx', {}).get('ge')} or more, got {value}"
+    if kind in ("enum", "literal_error"):
+        # pydantic lists the choices as "'A', 'B' or 'C'".
+        allowed = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
+        return f"unknown value {value!r}; expected one of {', '.join(allowed)}"
+    return error["msg"]
+
+
+def _kind_of(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -70,143 +235,3 @@ def kind_of(value: object) -> str:
     if isinstance(value, Mapping):
         return "an object"
     return type(value).__name__
-
-
-class Fields:
-    """One JSON object of stored status, read field by field with path-naming errors.
-
-    A missing key or an explicit null reads as the field's default; everything else
-    must have the right JSON type.
-    """
-
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, Mapping):
-            raise StatusFormatError(path, f"expected an object, got {kind_of(data)}")
-        self._data: Mapping[str, Any] = data
-        self.path = path
-
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}"
-
-    def _get(self, key: str) -> Any:
-        return self._data.get(key)
-
-    def text(self, key: str) -> str:
-        value = self.opt_text(key)
-        if value is None:
-            raise StatusFormatError(self.at(key), "required, and missing")
-        return value
-
-    def opt_text(self, key: str) -> str | None:
-        value = self._get(key)
-        if value is None or isinstance(value, str):
-            return value
-        raise StatusFormatError(self.at(key), f"expected a string, got {kind_of(value)}")
-
-    def choice(self, key: str, allowed: tuple[str, ...], default: str | None = None) -> str:
-        value = self.opt_text(key)
-        if value is None:
-            if default is None:
-                raise StatusFormatError(self.at(key), "required, and missing")
-            return default
-        if value not in allowed:
-            raise StatusFormatError(
-                self.at(key), f"unknown value {value!r}; expected one of {', '.join(allowed)}"
-            )
-        return value
-
-    def opt_integer(self, key: str) -> int | None:
-        value = self._get(key)
-        if value is None:
-            return None
-        # JSON has one number type; the API server may hand back 3.0 for 3.
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise StatusFormatError(self.at(key), f"expected a whole number, got {kind_of(value)}")
-
-    def integer(self, key: str, default: int = 0) -> int:
-        value = self.opt_integer(key)
-        return default if value is None else value
-
-    def opt_number(self, key: str) -> float | None:
-        value = self._get(key)
-        if value is None:
-            return None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            if not math.isfinite(value):
-                raise StatusFormatError(self.at(key), f"expected a finite number, got {value}")
-            return float(value)
-        raise StatusFormatError(self.at(key), f"expected a number, got {kind_of(value)}")
-
-    def number(self, key: str, default: float = 0.0) -> float:
-        value = self.opt_number(key)
-        return default if value is None else value
-
-    def flag(self, key: str, default: bool = False) -> bool:
-        value = self._get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool):
-            return value
-        raise StatusFormatError(self.at(key), f"expected true or false, got {kind_of(value)}")
-
-    def opt_time(self, key: str) -> dt.datetime | None:
-        value = self._get(key)
-        return None if value is None else parse_time(value, self.at(key))
-
-    def time(self, key: str) -> dt.datetime:
-        value = self.opt_time(key)
-        if value is None:
-            raise StatusFormatError(self.at(key), "required, and missing")
-        return value
-
-    def texts(self, key: str) -> tuple[str, ...]:
-        items = []
-        for value, path in self.items(key):
-            if not isinstance(value, str):
-                raise StatusFormatError(path, f"expected a string, got {kind_of(value)}")
-            items.append(value)
-        return tuple(items)
-
-    def items(self, key: str) -> Iterator[tuple[Any, str]]:
-        """Each element of a list field with its own path (`key[i]`); absent is empty."""
-        value = self._get(key)
-        if value is None:
-            return
-        if not isinstance(value, list):
-            raise StatusFormatError(self.at(key), f"expected a list, got {kind_of(value)}")
-        for index, item in enumerate(value):
-            yield item, f"{self.at(key)}[{index}]"
-
-    def each(self, key: str, parse: Callable[[object, str], T]) -> tuple[T, ...]:
-        """A list of records, each parsed by `parse(value, path)`; absent is empty."""
-        return tuple(parse(item, path) for item, path in self.items(key))
-
-    def nested(self, key: str, parse: Callable[[object, str], T]) -> T | None:
-        """An optional record parsed by `parse(value, path)`; absent or null is None."""
-        value = self._get(key)
-        return None if value is None else parse(value, self.at(key))
-
-    def entries(self, key: str) -> Iterator[tuple[str, Any, str]]:
-        """Each (name, value, path) of an object field used as a map; absent is empty."""
-        value = self._get(key)
-        if value is None:
-            return
-        if not isinstance(value, Mapping):
-            raise StatusFormatError(self.at(key), f"expected an object, got {kind_of(value)}")
-        for name, item in value.items():
-            yield str(name), item, f"{self.at(key)}.{name}"
-
-
-def parse_time(value: object, path: str) -> dt.datetime:
-    """An RFC 3339 timestamp with a timezone, as `to_rfc3339` writes it."""
-    if not isinstance(value, str):
-        raise StatusFormatError(path, f"not a timestamp: expected a string, got {kind_of(value)}")
-    try:
-        return stamp(from_rfc3339(value))
-    except ValueError:
-        raise StatusFormatError(
-            path, f"not a timestamp: {value!r}; write RFC 3339 such as 2026-01-01T00:00:00Z"
-        ) from None

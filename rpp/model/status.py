@@ -3,8 +3,8 @@
 Decide is a function of (spec, previous status, observations, now) that returns a new
 status and effects; this module is that status. It is frozen: decide builds the next
 one with the `with_*` helpers (all pure, all taking `now` where time matters), and
-the reconciler writes it back with `for_storage()` and reads it with
-`PoolStatus.from_storage()`, which names the path of anything malformed.
+the reconciler writes it back with `stored()` and reads it with
+`PoolStatus.from_stored()`, which names the path of anything malformed.
 
 Everything time-based is a timestamp, never a loop counter held in memory, so a
 restarted controller continues where the last one stopped. Logs are pruned by age
@@ -18,28 +18,28 @@ keep their old values.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Literal, get_args
+
+from pydantic import Field
 
 from rpp.model.codec import (
-    Fields,
+    SORTED_KEYS,
+    Number,
     StatusFormatError,
-    drop_none,
-    kind_of,
-    parse_time,
-    stamp,
-    write_time,
+    StatusModel,
+    Timestamp,
+    Whole,
 )
 from rpp.model.effects import Effect
-from rpp.model.members import MemberRecord
+from rpp.model.members import MemberRecord, Phase
 from rpp.model.records import (
     Autoscaling,
     Backoff,
     CapacityRefusal,
     Condition,
+    ConditionStatus,
     CreateAttempt,
     HistoryEntry,
     PlannedAction,
@@ -48,7 +48,8 @@ from rpp.model.records import (
     set_condition,
 )
 
-MODES = ("Observe", "DryRun", "Manage")
+ModeName = Literal["Observe", "DryRun", "Manage"]
+MODES: tuple[str, ...] = get_args(ModeName)
 HISTORY_LIMIT = 50
 CREATE_LOG_WINDOW = dt.timedelta(hours=1)  # limits.maxCreatesPerHour counts this window
 COOLDOWN_WINDOW = dt.timedelta(hours=24)  # datacenter replacements count this window
@@ -58,115 +59,46 @@ COOLDOWN_PERIOD = dt.timedelta(hours=24)  # how long it is then avoided
 REPLACEMENT_LOG_KEEP = COOLDOWN_WINDOW + COOLDOWN_PERIOD
 
 
-@dataclass(frozen=True, kw_only=True)
-class PoolStatus:
+class PoolStatus(StatusModel):
     """`RunPodPool.status`. Printer columns read mode, ready, desired, costPerHour, planned."""
 
-    mode: str = "Observe"
-    observed_generation: int | None = None
-    desired: int = 0
-    ready: int = 0
-    cost_per_hour: float = 0.0
-    planned: int = 0  # len(planned_actions): CRD printer columns cannot count arrays
+    mode: ModeName = "Observe"
+    observed_generation: Whole | None = None
+    desired: Whole = 0
+    ready: Whole = 0
+    cost_per_hour: Number = 0.0
+    planned: Whole = 0  # len(planned_actions): CRD printer columns cannot count arrays
     conditions: tuple[Condition, ...] = ()
     members: tuple[MemberRecord, ...] = ()
     planned_actions: tuple[PlannedAction, ...] = ()
     history: tuple[HistoryEntry, ...] = ()
     autoscaling: Autoscaling | None = None
     create_log: tuple[CreateAttempt, ...] = ()
-    datacenter_replacements: Mapping[str, tuple[dt.datetime, ...]] = field(default_factory=dict)
-    backoff: Backoff = field(default_factory=Backoff)
+    datacenter_replacements: Annotated[Mapping[str, tuple[Timestamp, ...]], SORTED_KEYS] = Field(
+        default_factory=dict
+    )
+    backoff: Backoff = Field(default_factory=Backoff)
     last_capacity_refusal: CapacityRefusal | None = None
     rollout: Rollout | None = None
 
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"status mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        object.__setattr__(
-            self,
-            "datacenter_replacements",
-            {
-                datacenter: tuple(stamp(t) for t in times)
-                for datacenter, times in self.datacenter_replacements.items()
-            },
-        )
-
-    # --- storage -------------------------------------------------------------------
-
-    def for_storage(self) -> dict[str, Any]:
-        return drop_none(
-            {
-                "mode": self.mode,
-                "observedGeneration": self.observed_generation,
-                "desired": self.desired,
-                "ready": self.ready,
-                "costPerHour": self.cost_per_hour,
-                "planned": self.planned,
-                "conditions": [c.for_storage() for c in self.conditions],
-                "members": [m.for_storage() for m in self.members],
-                "plannedActions": [p.for_storage() for p in self.planned_actions],
-                "history": [h.for_storage() for h in self.history],
-                "autoscaling": None
-                if self.autoscaling is None
-                else self.autoscaling.for_storage(),
-                "createLog": [c.for_storage() for c in self.create_log],
-                "datacenterReplacements": {
-                    datacenter: [write_time(t) for t in times]
-                    for datacenter, times in sorted(self.datacenter_replacements.items())
-                },
-                "backoff": self.backoff.for_storage(),
-                "lastCapacityRefusal": None
-                if self.last_capacity_refusal is None
-                else self.last_capacity_refusal.for_storage(),
-                "rollout": None if self.rollout is None else self.rollout.for_storage(),
-            }
-        )
-
     @classmethod
-    def from_storage(cls, data: object, path: str = "status") -> PoolStatus:
+    def from_stored(cls, data: object, path: str = "status") -> PoolStatus:
         """Read stored status; an absent or null status is an empty one."""
-        f = Fields({} if data is None else data, path)
-        members = f.each("members", MemberRecord.from_storage)
+        status = super().from_stored({} if data is None else data, path)
         seen: dict[str, int] = {}
-        for index, member in enumerate(members):
+        for index, member in enumerate(status.members):
+            at = f"{path}.members[{index}]"
             if member.pod_id in seen:
                 raise StatusFormatError(
-                    f"{path}.members[{index}].podId",
+                    f"{at}.podId",
                     f"pod {member.pod_id} is listed twice (also members[{seen[member.pod_id]}])",
                 )
             seen[member.pod_id] = index
-        replacements: dict[str, tuple[dt.datetime, ...]] = {}
-        for datacenter, times, dc_path in f.entries("datacenterReplacements"):
-            if not isinstance(times, list):
-                raise StatusFormatError(
-                    dc_path, f"expected a list of timestamps, got {kind_of(times)}"
-                )
-            replacements[datacenter] = tuple(
-                parse_time(value, f"{dc_path}[{index}]") for index, value in enumerate(times)
-            )
-        return cls(
-            mode=f.choice("mode", MODES, default="Observe"),
-            observed_generation=f.opt_integer("observedGeneration"),
-            desired=f.integer("desired"),
-            ready=f.integer("ready"),
-            cost_per_hour=f.number("costPerHour"),
-            planned=f.integer("planned"),
-            conditions=f.each("conditions", Condition.from_storage),
-            members=members,
-            planned_actions=f.each("plannedActions", PlannedAction.from_storage),
-            history=f.each("history", HistoryEntry.from_storage),
-            autoscaling=f.nested("autoscaling", Autoscaling.from_storage),
-            create_log=f.each("createLog", CreateAttempt.from_storage),
-            datacenter_replacements=replacements,
-            backoff=f.nested("backoff", Backoff.from_storage) or Backoff(),
-            last_capacity_refusal=f.nested("lastCapacityRefusal", CapacityRefusal.from_storage),
-            rollout=f.nested("rollout", Rollout.from_storage),
-        )
+            if member.phase is Phase.UPDATING and member.update is None:
+                raise StatusFormatError(f"{at}.update", "required while phase is Updating")
+        return status
 
     # --- members -------------------------------------------------------------------
-
-    def replace(self, **changes: Any) -> PoolStatus:
-        return dataclasses.replace(self, **changes)
 
     def member(self, pod_id: str) -> MemberRecord | None:
         return next((m for m in self.members if m.pod_id == pod_id), None)
@@ -191,7 +123,7 @@ class PoolStatus:
         self,
         *,
         type: str,
-        status: str,
+        status: ConditionStatus,
         reason: str,
         message: str,
         now: dt.datetime,

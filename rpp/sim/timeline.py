@@ -245,7 +245,7 @@ TABLE_LEGEND = (
 
 def member_table(pool: str, stored: Mapping[str, Any], *, start: dt.datetime) -> str:
     """`kubectl get rpp -o wide`, then one row per member."""
-    status = PoolStatus.from_storage(stored)
+    status = PoolStatus.from_stored(stored)
     head = ["NAME", "MODE", "READY", "DESIRED", "COST/H", "PLANNED"]
     row = [
         pool,

@@ -228,7 +228,7 @@ def test_a_controller_restarted_before_every_loop_decides_exactly_as_one_that_ru
                 s.apply(image="ghcr.io/example/inference:1.5.0")
             result = await s.loops(1)
             assert result.status is not None
-            statuses.append(result.status.for_storage())
+            statuses.append(result.status.stored())
         return statuses
 
     continuous = story(lambda s: body(s, restart=False))

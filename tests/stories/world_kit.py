@@ -124,7 +124,7 @@ class Story:
 
     def status(self) -> PoolStatus:
         obj = self.world.kube.pool(self.name)
-        return PoolStatus.from_storage(obj.get("status") or {})
+        return PoolStatus.from_stored(obj.get("status") or {})
 
     def wired(self) -> dict[int, str]:
         from rpp.decide.nginx_slots import wired_pods
