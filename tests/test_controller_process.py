@@ -219,6 +219,11 @@ async def test_rpp_run_reconciles_a_pool_serves_its_endpoints_and_exits_0_on_sig
     assert "released the leader Lease runpod-pool-controller" in messages
     assert messages[-1] == "stopped"
     assert {"time", "level", "logger", "message"} <= set(logs[0])
+    # Inside a reconcile the pool is a key of its own, and the pod too where one is acted on.
+    acted = [line for line in logs if line.get("effect") == "write-slots"]
+    assert acted
+    assert {line["pool"] for line in acted} == {"inference"}
+    assert not any(line["message"].startswith("pool ") for line in logs)
     assert API_KEY not in output
     assert METRICS_TOKEN not in output
 

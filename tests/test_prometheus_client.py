@@ -260,7 +260,9 @@ async def test_no_prometheus_url_turns_every_query_off_without_a_request(
         "latencyQuery: PROMETHEUS_URL is not set; RelativeLatency is off this loop",
         "autoscaling.query: PROMETHEUS_URL is not set; autoscaling is off this loop",
     )
-    assert "pool inference: prometheus: latencyQuery: PROMETHEUS_URL is not set" in caplog.text
+    (logged,) = [r for r in caplog.records if "latencyQuery" in r.getMessage()]
+    assert logged.getMessage().startswith("prometheus: latencyQuery: PROMETHEUS_URL is not set")
+    assert logged.pool == "inference"  # type: ignore[attr-defined]
     assert nothing.problems == ()
 
 

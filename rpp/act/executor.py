@@ -26,6 +26,7 @@ from typing import Any, assert_never
 
 from rpp.act.create import create_pod
 from rpp.adapters.kube.api import KubeApi, KubeError
+from rpp.adapters.logs import fields, layer_logger
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.decide.ownership import owns
@@ -44,7 +45,7 @@ from rpp.model.observations import RunPodPod
 from rpp.model.results import EffectResult, Result
 from rpp.model.spec import Mode, RunPodPoolSpec
 
-log = logging.getLogger("rpp.act")
+log = layer_logger("rpp.act")
 
 SLOTS_LABELS = {"app.kubernetes.io/part-of": "runpod-pool-controller"}
 
@@ -90,7 +91,6 @@ class Executor:
     ) -> list[EffectResult]:
         """Carry out `effects` for the pool object `pool`; `env` is envFromSecret's data."""
         mode = spec.mode
-        name = pool["metadata"]["name"]
         results: list[EffectResult] = []
         for effect in effects:
             if mode is Mode.OBSERVE:
@@ -105,11 +105,12 @@ class Executor:
                     level = logging.INFO if done.ok else logging.WARNING
                     log.log(
                         level,
-                        "pool %s: %s: %s %s",
-                        name,
+                        "%s: %s",
                         effect.describe(),
-                        done.result.value,
-                        done.detail,
+                        done.detail or done.result.value,
+                        extra=fields(
+                            pod=effect.pod, effect=effect.action, outcome=done.result.value
+                        ),
                     )
                     results.append(done)
                     notice = action_event(done)

@@ -22,9 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
-import json
-import logging
 import os
 import signal
 import socket
@@ -41,6 +38,7 @@ from rpp import __version__
 from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock, SystemClock
 from rpp.adapters.kube.api import KubeApi, KubeSettings
+from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.config import Config, ConfigError, load_config
 from rpp.controller.http_api import HttpApi
@@ -51,7 +49,7 @@ from rpp.controller.reconcile import PoolReconciler
 from rpp.observe.prober import Prober, make_transport
 from rpp.observe.prometheus import PrometheusClient
 
-log = logging.getLogger("rpp.run")
+log = layer_logger("rpp.commands")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -240,34 +238,3 @@ class ControllerProcess:
         await self.probe_transport.aclose()
         await self.prom_http.aclose()
         await self.kube.close()
-
-
-class JsonFormatter(logging.Formatter):
-    """LOG_FORMAT=json: one JSON object per line (time, level, logger, message)."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
-                timespec="milliseconds"
-            ),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry)
-
-
-def configure_logging(level: str, fmt: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers = [handler]
-    root.setLevel(level)
-    # One line per probe request is noise, even at INFO.
-    for noisy in ("httpx", "httpcore", "kubernetes", "aiohttp", "uvicorn.error"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))

@@ -18,7 +18,7 @@ PROMETHEUS_URL are cut from every message.
 | RECONCILE_INTERVAL | 30 | seconds between loops (or a duration: 45s, 2m) |
 | LISTEN_ADDRESS | 0.0.0.0:8080 | /healthz, /metrics and /sd/<pool> |
 | LOG_LEVEL | INFO | DEBUG, INFO, WARNING, ERROR |
-| LOG_FORMAT | text | text, or json (one object per line) |
+| LOG_FORMAT | text | text (fields as key=value), or json (one object per line) |
 | RUNPOD_API_URL | https://api.runpod.io | REST under /v2, GraphQL at /graphql |
 | RUNPOD_PROXY_URL | each pod's proxy host | where probes and nginx slots send pod traffic |
 | POD_NAME | the host name | this replica's name in the leader Lease |

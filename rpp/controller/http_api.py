@@ -17,16 +17,16 @@ leads):
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, make_asgi_app
 
 from rpp.adapters.kube.api import KubeApi, KubeError, NotFound
+from rpp.adapters.logs import layer_logger
 from rpp.controller.asgi import Receive, Scope, Send, reject_non_http, send_bytes, send_json
 
-log = logging.getLogger("rpp.http")
+log = layer_logger("rpp.controller")
 
 SD_PREFIX = "/sd/"
 HealthCheck = Callable[[], str | None]

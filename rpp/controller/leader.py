@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -37,8 +36,9 @@ from typing import Any
 
 from rpp.adapters.clock import UTC, Clock
 from rpp.adapters.kube.api import AlreadyExists, Conflict, KubeApi, KubeError
+from rpp.adapters.logs import layer_logger
 
-log = logging.getLogger("rpp.controller.leader")
+log = layer_logger("rpp.controller")
 
 LEASE_NAME = "runpod-pool-controller"
 LEASE_DURATION_S = 15.0

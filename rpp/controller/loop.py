@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import math
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +28,7 @@ from typing import Any
 
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeApi, KubeError, NotFound
+from rpp.adapters.logs import layer_logger, pool_context
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.health import LoopProgress
@@ -38,7 +38,7 @@ from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
 from rpp.controller.reconcile_failed import ReconcileFailures
 from rpp.controller.watch import PoolWatch, generation, pool_name
 
-log = logging.getLogger("rpp.controller")
+log = layer_logger("rpp.controller")
 
 
 async def read_shared(runpod: RunPodClient) -> Shared:
@@ -117,6 +117,10 @@ class ControllerLoop:
 
     async def reconcile_now(self, name: str) -> PoolResult | None:
         """Reconcile one pool at once (its spec changed), unless that generation was seen."""
+        with pool_context(name):
+            return await self._reconcile_changed(name)
+
+    async def _reconcile_changed(self, name: str) -> PoolResult | None:
         async with self._lock(name):
             if self._stopping():
                 return None
@@ -125,12 +129,12 @@ class ControllerLoop:
             except NotFound:
                 return None
             except KubeError as err:
-                log.warning("pool %s: cannot read it after a change: %s", name, err)
+                log.warning("cannot read the pool after a change: %s", err)
                 return None
             if generation(obj) <= self._generations.get(name, -1):
                 return None  # the periodic loop already reconciled this generation
             what = "spec changed" if name in self._generations else "new pool"
-            log.info("pool %s: %s (generation %d), reconciling now", name, what, generation(obj))
+            log.info("%s (generation %d), reconciling now", what, generation(obj))
             return await self._reconcile(obj, await read_shared(self.runpod))
 
     async def _locked(
@@ -152,6 +156,10 @@ class ControllerLoop:
 
     async def _reconcile(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
         """One pool, isolated: whatever it raises becomes its condition, not the loop's."""
+        with pool_context(pool_name(obj)):
+            return await self._isolated(obj, shared)
+
+    async def _isolated(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
         name = pool_name(obj)
         loop = asyncio.get_running_loop()
         self._generations[name] = max(self._generations.get(name, -1), generation(obj))
@@ -163,11 +171,11 @@ class ControllerLoop:
             if isinstance(err, TimeoutError):
                 reason = "Timeout"
                 message = f"the reconcile took longer than {self.pool_timeout:g}s and was stopped"
-                log.error("pool %s: %s", name, message)
+                log.error("%s", message)
             else:
                 reason = type(err).__name__
                 message = self._redact(f"the reconcile failed: {reason}: {err}")
-                log.error("pool %s: %s\n%s", name, message, self._trace(err))
+                log.error("%s\n%s", message, self._trace(err))
             result = await self.failures.failed(obj, reason=reason, message=message)
         else:
             await self.failures.recovered(result)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeApi, KubeError
+from rpp.adapters.logs import fields, layer_logger, pool_context
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.status_write import write_status
 from rpp.decide import fold
@@ -50,7 +50,7 @@ from rpp.model.status import PoolStatus
 from rpp.observe.prober import Prober, ProbeTarget, probe_settings_from_spec
 from rpp.observe.prometheus import PrometheusClient, queries_from_spec
 
-log = logging.getLogger("rpp.controller.reconcile")
+log = layer_logger("rpp.controller")
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,8 @@ class PoolReconciler:
         name = str(obj.get("metadata", {}).get("name", "?"))
         started = time.perf_counter()
         try:
-            return await self._reconcile(obj, shared, name)
+            with pool_context(name):
+                return await self._reconcile(obj, shared, name)
         finally:
             if self.metrics is not None:
                 self.metrics.reconcile_seconds.labels(pool=name).observe(
@@ -123,7 +124,7 @@ class PoolReconciler:
             status = self._read_status(name, obj.get("status") or {})
         except StatusFormatError as err:
             # Status is the only memory: guessing would risk duplicate creates.
-            log.error("pool %s: status unreadable, not acting: %s", name, err)
+            log.error("status unreadable, not acting: %s", err)
             return PoolResult(name, None, (), None, False, error=f"status unreadable: {err}")
         pool, problems = self._load(name, obj)
         if pool is None:
@@ -143,8 +144,8 @@ class PoolReconciler:
             now=now,
             proxy_url=self.proxy_url,
         )
-        for line in decision.log:
-            log.info("pool %s: %s", name, line)
+        for note in decision.log:
+            log.info("%s", note.text, extra=fields(pod=note.pod, effect=note.effect))
         results = await self.executor.execute(
             pool=obj, spec=spec, effects=decision.effects, env=env, now=now
         )
@@ -212,7 +213,7 @@ class PoolReconciler:
         try:
             reading = await self.prometheus.read(queries_from_spec(spec), pool=name)
         except Exception as err:  # a bug in a query path must not stop the pool
-            log.exception("pool %s: Prometheus read failed", name)
+            log.exception("Prometheus read failed")
             reading = PrometheusReading(problems=(f"query failed: {err}",))
         obs = PoolObservation(
             pods=shared.pods,
@@ -277,11 +278,11 @@ class PoolReconciler:
             f"fixed: {listing}",
         )
         new_status = conds.status.replace(observed_generation=generation)
-        log.warning("pool %s: invalid spec: %s", name, listing)
+        log.warning("invalid spec: %s", listing)
         for event in conds.events():
             recorded = await self.executor.record(obj, event, now)
             if not recorded.ok:
-                log.warning("pool %s: event not recorded: %s", name, recorded.detail)
+                log.warning("event not recorded: %s", recorded.detail)
         written = await self._write(obj, status, new_status, acted=False, shared=None)
         return PoolResult(name, None, (), new_status, written)
 
@@ -302,7 +303,7 @@ class PoolReconciler:
                 if retry is None:
                     # The re-read pool wants actions this loop did not take: a status
                     # claiming them would lie. The next loop decides and acts.
-                    log.info("pool %s: changed during the loop; the next loop acts", name)
+                    log.info("the pool changed during the loop; the next loop acts")
                 return retry
             try:
                 fresh_status = PoolStatus.from_stored(fresh.get("status") or {})
@@ -310,9 +311,8 @@ class PoolReconciler:
                 fresh_status = None
             if fresh_status != before:
                 log.error(
-                    "pool %s: status changed while this loop acted; not overwriting it "
-                    "(is a second controller acting on this namespace?)",
-                    name,
+                    "status changed while this loop acted; not overwriting it "
+                    "(is a second controller acting on this namespace?)"
                 )
                 return None
             return after

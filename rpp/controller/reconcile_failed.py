@@ -15,12 +15,12 @@ re-reads on a conflict), so it never erases what a reconcile wrote in between.
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import EventType, KubeApi, KubeError
+from rpp.adapters.logs import fields, layer_logger
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolResult
 from rpp.controller.status_write import write_status
@@ -28,7 +28,7 @@ from rpp.model.codec import StatusFormatError
 from rpp.model.records import bounded
 from rpp.model.status import PoolStatus
 
-log = logging.getLogger("rpp.controller")
+log = layer_logger("rpp.controller")
 
 RECONCILE_FAILED = "ReconcileFailed"
 """The condition a pool gets when its reconcile raised or overran; cleared by the next one."""
@@ -65,7 +65,9 @@ class ReconcileFailures:
         try:
             obj = await self.kube.get_pool(result.pool)
         except KubeError as err:
-            log.warning("pool %s: cannot clear %s: %s", result.pool, RECONCILE_FAILED, err)
+            log.warning(
+                "cannot clear %s: %s", RECONCILE_FAILED, err, extra=fields(pool=result.pool)
+            )
             return
         message = "the last reconcile completed"
         await self._set_condition(
@@ -89,7 +91,7 @@ class ReconcileFailures:
                 dict(obj), type_=type_, reason=reason, message=message, now=self.clock.now()
             )
         except KubeError as err:
-            log.warning("pool %s: event not recorded: %s", _name(obj), err)
+            log.warning("event not recorded: %s", err, extra=fields(pool=_name(obj)))
 
     async def _set_condition(
         self, name: str, obj: Mapping[str, Any], *, true: bool, reason: str, message: str
@@ -100,7 +102,9 @@ class ReconcileFailures:
             try:
                 status = PoolStatus.from_stored(fresh.get("status") or {})
             except StatusFormatError as err:
-                log.error("pool %s: status unreadable, %s not written: %s", name, reason, err)
+                log.error(
+                    "status unreadable, %s not written: %s", reason, err, extra=fields(pool=name)
+                )
                 return None
             return status.with_condition(
                 type=RECONCILE_FAILED,

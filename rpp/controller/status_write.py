@@ -15,7 +15,6 @@ them (the re-read is the wait), stop on anything but a conflict.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +22,10 @@ from typing import Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from rpp.adapters.kube.api import Conflict, KubeApi, KubeError
+from rpp.adapters.logs import fields, layer_logger
 from rpp.model.status import PoolStatus
 
-log = logging.getLogger("rpp.controller")
+log = layer_logger("rpp.controller")
 
 ATTEMPTS = 3
 """Writes per status (the first and two after a re-read); then the next loop tries."""
@@ -98,7 +98,7 @@ async def write_status(
                 kept = stored.get("status") or {}
                 return StatusWrite(status=current, written=True, sent=sent, stored=kept)
     except Conflict:
-        log.error("pool %s: status not written after %d conflicts", name, ATTEMPTS)
+        log.error("status not written after %d conflicts", ATTEMPTS, extra=fields(pool=name))
     except KubeError as err:
-        log.error("pool %s: status not written: %s", name, err)
+        log.error("status not written: %s", err, extra=fields(pool=name))
     return StatusWrite(status=current, written=False)

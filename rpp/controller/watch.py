@@ -13,13 +13,13 @@ goes on meanwhile.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from rpp.adapters.kube.api import KubeApi, KubeError
+from rpp.adapters.logs import layer_logger
 
-log = logging.getLogger("rpp.controller")
+log = layer_logger("rpp.controller")
 
 WATCH_RETRY_S = 5.0
 

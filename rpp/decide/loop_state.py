@@ -2,7 +2,7 @@
 
 Where it sits: decide. rpp/decide/pool.py builds one `LoopState` per call and hands it
 to each pool step (rpp/decide/steps.py); steps append effects, log lines and phase
-transitions to it and set conditions through it. Nothing here does I/O.
+transitions to it (`Note`) and set conditions through it. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -18,6 +18,19 @@ from rpp.model.members import MemberRecord, Phase
 from rpp.model.observations import PoolObservation, RunPodPod
 from rpp.model.records import HistoryEntry
 from rpp.model.spec import Mode, RunPodPoolSpec
+
+
+@dataclass(frozen=True)
+class Note:
+    """One line of the loop's explanation, with the pod and effect it is about.
+
+    Decide logs nothing itself: the reconciler logs these, with `pod` and `effect` as
+    structured fields (rpp/adapters/logs.py), not as text in the line.
+    """
+
+    text: str
+    pod: str | None = None
+    effect: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,14 +65,14 @@ class LoopState:
     settings: MemberSettings
     owned: tuple[RunPodPod, ...] = ()
     effects: list[Effect] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
+    log: list[Note] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)
 
     def pod(self, pod_id: str) -> RunPodPod | None:
         return next((p for p in self.owned if p.id == pod_id), None)
 
-    def note(self, line: str) -> None:
-        self.log.append(line)
+    def note(self, text: str, *, pod: str | None = None, effect: str | None = None) -> None:
+        self.log.append(Note(text, pod=pod, effect=effect))
 
     def plain(self, pod_id: str, *, probe: bool = False) -> MemberSignals:
         """Signals with only the listing (and the probe): for pool orders and NotActing."""
@@ -96,4 +109,4 @@ class LoopState:
                 pod=before.pod_id,
             )
         )
-        self.note(f"{before.pod_id}: {before.phase} -> {after.phase}: {reason}")
+        self.note(f"{before.phase} -> {after.phase}: {reason}", pod=before.pod_id)

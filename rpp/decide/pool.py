@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from rpp.decide import capacity, judgement, steps, surge_first
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
-from rpp.decide.loop_state import LoopState, Transition, settings_for
+from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
 from rpp.decide.membership import find_new_members
 from rpp.decide.nginx_slots import SlotsFormatError, slot_ports, wired_pods
 from rpp.decide.ownership import owned_pods
@@ -42,7 +42,7 @@ from rpp.model.records import HistoryEntry
 from rpp.model.spec import Mode, RunPodPoolSpec
 from rpp.model.status import PoolStatus
 
-__all__ = ["Decision", "Transition", "decide", "settings_for"]
+__all__ = ["Decision", "Note", "Transition", "decide", "settings_for"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Decision:
 
     status: PoolStatus
     effects: tuple[Effect, ...]
-    log: tuple[str, ...] = ()
+    log: tuple[Note, ...] = ()
     transitions: tuple[Transition, ...] = ()
 
 
@@ -86,7 +86,7 @@ def decide(
                 time=now, action="adopt", outcome="ok", detail=found.how, pod=found.record.pod_id
             )
         )
-        loop.note(found.how)
+        loop.note(found.how, pod=found.record.pod_id)
     if blockers:
         conds.set(
             Cond.NOT_ACTING,
@@ -227,7 +227,11 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
     if mode is Mode.OBSERVE:
         effects = []
     for effect in actions if mode is not Mode.OBSERVE else ():
-        loop.note(("would: " if mode is Mode.DRY_RUN else "") + effect.describe())
+        loop.note(
+            ("would: " if mode is Mode.DRY_RUN else "") + effect.describe(),
+            pod=effect.pod,
+            effect=effect.action,
+        )
     return Decision(
         status=status,
         effects=tuple(effects),

@@ -34,10 +34,11 @@ from typing import Any
 
 import httpx
 
+from rpp.adapters.logs import fields, layer_logger
 from rpp.model import spec
 from rpp.model.observations import PodMetrics, PrometheusReading
 
-log = logging.getLogger(__name__)
+log = layer_logger("rpp.observe")
 
 POD_LABEL = "runpod_pod"
 LATENCY = "latencyQuery"
@@ -175,7 +176,7 @@ class PrometheusClient:
             # when it is not (NoData), so the log does not warn every loop for it.
             empty = problem.split(":", 1)[0] in reading.no_data
             level = logging.INFO if empty else logging.WARNING
-            log.log(level, "pool %s: prometheus: %s", pool or "?", problem)
+            log.log(level, "prometheus: %s", problem, extra=fields(pool=pool or None))
         return reading
 
 

@@ -22,7 +22,6 @@ what Kubernetes and RunPod hold, which is how tests prove status is the only mem
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,8 +51,6 @@ from rpp.sim.in_process import InProcessTransport
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.kube_memory import MemoryKubeApi
 from rpp.sim.proxy import ProxyApp
-
-log = logging.getLogger("rpp.sim")
 
 API_URL = "http://api.runpod.fake"
 PROMETHEUS_URL = "http://prometheus.fake"

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -38,6 +37,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from tenacity.wait import wait_random_exponential
 
 from rpp import __version__
+from rpp.adapters.logs import fields, layer_logger
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.call_metrics import ApiCallMetrics
 from rpp.adapters.runpod.catalog import (
@@ -63,7 +63,7 @@ from rpp.adapters.runpod.wire import (
 )
 from rpp.model.observations import HostNotice, RunPodPod
 
-log = logging.getLogger(__name__)
+log = layer_logger("rpp.adapters.runpod")
 
 DEFAULT_BASE_URL = "https://api.runpod.io"
 USER_AGENT = f"runpod-pool-controller/{__version__} (python-httpx/{httpx.__version__})"
@@ -369,16 +369,19 @@ class RunPodClient:
             outcome.value,
             status if status is not None else "-",
             took,
+            extra=fields(outcome=outcome.value),
         )
 
     def _log_retry(self, operation: str, state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
+        outcome = error.outcome.value if isinstance(error, answers.RunPodError) else None
         log.warning(
             "RunPod %s attempt %d failed (%s); retrying in %.2fs",
             operation,
             state.attempt_number,
             error,
             state.upcoming_sleep,
+            extra=fields(outcome=outcome),
         )
 
     def _scrub(self, text: str) -> str:
