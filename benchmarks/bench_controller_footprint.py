@@ -1,20 +1,26 @@
-"""How much CPU and memory the controller needs for 20 pools of 10 members.
+"""CPU and memory of the controller loop in the simulator, with 20 pools of 10 members.
 
-Runs the real controller (the same loop, reconciler, decide, clients) in the
-simulator on virtual time: 20 pools of 10 pods each, reconciled every 30 s, until every
-pool is full and steady, then for another simulated hour. Prints:
+What it measures: the simulator's process. It runs the real controller (the same loop,
+reconciler, decide, clients) on virtual time against 20 pools of 10 pods, reconciled
+every 30 s, until every pool is full and steady, then for another simulated hour, and
+records in benchmarks/results/footprint.json (median of 3 processes):
 
-- the peak resident memory of the process (ru_maxrss), and
-- the CPU seconds one loop over all 20 pools costs in steady state, and what that is
-  as an average CPU share at a 30 s interval.
+- the CPU (user + sys) one loop over all 20 pools costs in steady state, and that as an
+  average share of a core at a 30 s interval (millicores);
+- the peak resident memory of that process, and its resident memory after the imports,
+  before any pool (the difference is the 20 pools' working set);
+- in a separate process, the resident memory of the imports of `rpp run` (the real
+  controller: the Kubernetes client, uvicorn, httpx...), before any pool.
 
-These are upper bounds for the controller alone: the same process also runs the fake
-RunPod cloud, 200 fake inference pods and the in-memory Kubernetes API, and serves
-both ends of every in-process request. Real probes go over TLS to RunPod's proxy,
-which costs more CPU per request than an in-process call, so the deployment's numbers
-(deploy/controller.yaml, docs/install.md) add headroom to these.
+What it does not measure: the controller as deployed. The simulator's process also runs
+the fake RunPod cloud, 200 fake inference pods and the in-memory Kubernetes API, and
+serves both ends of every in-process request, but it never imports the Kubernetes
+client, never speaks TLS and never waits on a network. So its figures are neither an
+upper nor a lower bound for `rpp run`; the deployment's resources (docs/install.md) are
+sized from them with headroom, and are to be checked against the running controller.
 
     .venv/bin/python benchmarks/bench_controller_footprint.py [--pools 20] [--members 10]
+        [--runs 3]
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import json
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import recording
 import yaml
 
 from rpp.sim.virtual_time import VirtualClock, run_virtual
@@ -63,7 +73,7 @@ def manifest(index: int, members: int) -> dict[str, Any]:
     return copy.deepcopy(obj)
 
 
-async def main(clock: VirtualClock, *, pools: int, members: int) -> dict[str, float]:
+async def simulate(clock: VirtualClock, *, pools: int, members: int) -> dict[str, float]:
     world = World(clock=clock, boot_time=60.0, fake_prometheus=True)
     for dc in DATACENTERS:
         world.cloud.set_stock(dc, GPU, "SECURE", pools * members, cost_per_hr=0.69)
@@ -91,16 +101,99 @@ async def main(clock: VirtualClock, *, pools: int, members: int) -> dict[str, fl
     return {"fill_loops": loops_to_fill, "cpu_per_loop": cpu / steady, "wall": wall}
 
 
-if __name__ == "__main__":
+CONTROLLER_IMPORTS = """
+import resource
+import kubernetes.aio.client
+import rpp.adapters.kube.connect
+import rpp.adapters.kube.real
+import rpp.commands.run
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(*, pools: int, members: int) -> None:
+    """One measurement in this process; prints its figures as JSON."""
+    after_imports = rss_mib()
+    out = run_virtual(lambda clock: simulate(clock, pools=pools, members=members))
+    out.update(after_imports_mib=after_imports, peak_mib=rss_mib())
+    print(json.dumps(out))
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=20)
     parser.add_argument("--members", type=int, default=10)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    out = run_virtual(lambda clock: main(clock, pools=args.pools, members=args.members))
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    cpu = out["cpu_per_loop"]
-    print(f"pools={args.pools} members={args.members} filled after {out['fill_loops']:.0f} loops")
-    print(f"peak RSS: {rss_mib:.0f} MiB")
-    print(f"CPU per loop over all pools (steady state): {cpu * 1000:.0f} ms")
-    print(f"average CPU at a 30 s interval: {cpu / 30 * 1000:.0f} millicores")
-    print(f"simulated hour of steady state took {out['wall']:.1f} s")
+    size = ["--pools", str(args.pools), "--members", str(args.members)]
+    if args.child:
+        child(pools=args.pools, members=args.members)
+        return
+    started = recording.machine()
+    runs: list[dict[str, Any]] = []
+    imports: list[float] = []
+    for run in range(args.runs):
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", *size],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        runs.append(json.loads(done.stdout))
+        print(f"run {run + 1}: {runs[-1]}", flush=True)
+        done = subprocess.run(
+            [sys.executable, "-c", CONTROLLER_IMPORTS],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        imports.append(int(done.stdout) / 1024)
+        print(f"run {run + 1}: rpp run's imports: {imports[-1]:.0f} MiB", flush=True)
+    cpu = recording.spread([r["cpu_per_loop"] for r in runs])
+    peak = recording.spread([r["peak_mib"] for r in runs])
+    baseline = recording.spread([r["after_imports_mib"] for r in runs])
+    working = recording.spread([r["peak_mib"] - r["after_imports_mib"] for r in runs])
+    controller = recording.spread(imports)
+    measured = {
+        "pools": args.pools,
+        "members": args.members,
+        "runs": runs,
+        "cpu_s_per_loop": cpu,
+        "simulator_peak_rss_mib": peak,
+        "simulator_rss_after_imports_mib": baseline,
+        "pools_working_set_mib": working,
+        "rpp_run_imports_rss_mib": controller,
+    }
+    figures = {
+        "cpu_per_loop": f"{cpu['median'] * 1000:.0f} ms",
+        "millicores": f"{cpu['median'] / 30 * 1000:.0f} millicores",
+        "simulator_peak": f"{peak['median']:.0f} MiB",
+        "simulator_after_imports": f"{baseline['median']:.0f} MiB",
+        "pools_working_set": f"{working['median']:.0f} MiB",
+        "rpp_run_imports": f"{controller['median']:.0f} MiB",
+    }
+    path = recording.write(
+        "footprint",
+        benchmark="benchmarks/bench_controller_footprint.py",
+        what=(
+            f"the simulator's process with {args.pools} pools of {args.members} members, "
+            f"a loop every 30 s, one simulated hour of steady state, {args.runs} processes; "
+            "and the resident memory of `rpp run`'s imports in a separate process"
+        ),
+        started=started,
+        measured=measured,
+        figures=figures,
+    )
+    print(f"figures: {figures}")
+    print(f"written to {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,25 +1,41 @@
-"""How long `rpp simulate` takes for 24 hours of a 10-pod pool (issue 7: "seconds").
+"""How long `rpp simulate` takes: a day of a 10-pod pool, and the default scenario.
 
-Measured 2026-11-29 on 2 cores: about 31 s (median of 3), from about 58 s before the
-prober, status and in-process transport work.
+Runs each as its own process, three times, and records the CPU time (user + sys) and the
+wall time of each whole process, imports included, in benchmarks/results/simulate.json
+(with the date and the machine: see recording.py). The docs quote the medians from there.
 
-Runs the real controller loop (every 30 s of simulated time: 2,880 loops) against the
-fake cloud, 10 fake pods with app traffic, the fake Prometheus and the in-memory
-Kubernetes, with a few failures on the way, and prints the wall time. Run it with
-`.venv/bin/python benchmarks/bench_simulate.py [HOURS]`; add `--profile` for cProfile's
-top entries.
+- A day of a 10-pod pool: the real controller loop every 30 s of simulated time (2,880
+  loops) against the fake cloud, 10 fake pods with app traffic, the fake Prometheus and
+  the in-memory Kubernetes, with four failures on the way. The child process also
+  reports the CPU of the simulation alone (without interpreter start and imports).
+- The default scenario: `rpp simulate` exactly as `scripts/demo` runs it (4 hours of a
+  3-pod pool), its output thrown away.
+
+    .venv/bin/python benchmarks/bench_simulate.py [--runs 3] [--hours 24]
+    .venv/bin/python benchmarks/bench_simulate.py --child 24 --profile   # cProfile's top
 """
 
 from __future__ import annotations
 
+import argparse
 import cProfile
+import json
 import logging
 import pstats
+import resource
+import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Any
+
+import recording
 
 from rpp.commands.simulate import simulate_to
 from rpp.sim.scenario import parse_scenario
+
+ROOT = Path(__file__).parents[1]
+
 
 GPU = "NVIDIA GeForce RTX 4090"
 DATACENTERS = ["EU-RO-1", "EU-SE-1", "EU-CZ-1", "EU-NL-1", "US-TX-3", "US-GA-1"]
@@ -77,27 +93,115 @@ def scenario(hours: float) -> dict:
     }
 
 
-def main() -> None:
+def child(hours: float, *, profile: bool) -> None:
+    """One simulation in this process; prints its own figures as JSON."""
     logging.getLogger().addHandler(logging.NullHandler())
-    hours = float(next((a for a in sys.argv[1:] if not a.startswith("-")), "24"))
     loaded = parse_scenario(scenario(hours), source="bench")
-    profiler = cProfile.Profile() if "--profile" in sys.argv else None
-    started = time.perf_counter()
+    profiler = cProfile.Profile() if profile else None
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     if profiler:
         profiler.enable()
     timeline = simulate_to(loaded, out=None)
     if profiler:
         profiler.disable()
-    elapsed = time.perf_counter() - started
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     loops = sum(1 for r in timeline.records if r["event"] == "loop")
     end = timeline.records[-1]["status"]
     print(
-        f"{hours:g}h of a 10-pod pool: {elapsed:.1f}s wall, {loops} reconciles, "
-        f"{elapsed / max(loops, 1) * 1000:.1f} ms each; ready {end.get('ready')} of "
-        f"{end.get('desired')}"
+        json.dumps(
+            {
+                "simulation_cpu_s": round(cpu, 3),
+                "simulation_wall_s": round(wall, 3),
+                "loops": loops,
+                "ready": end.get("ready"),
+                "desired": end.get("desired"),
+            }
+        )
     )
     if profiler:
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+
+
+def timed(argv: list[str]) -> dict[str, Any]:
+    """Run one child process; its CPU (user + sys, from the kernel) and wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "process_cpu_s": round(cpu, 3),
+        "process_wall_s": round(wall, 3),
+        "stdout": done.stdout,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--child", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    if args.child is not None:
+        child(args.child, profile=args.profile)
+        return
+    started = recording.machine()
+    day: list[dict[str, Any]] = []
+    default: list[dict[str, Any]] = []
+    for run in range(args.runs):
+        out = timed([sys.executable, __file__, "--child", f"{args.hours:g}"])
+        day.append({**json.loads(out.pop("stdout")), **out})
+        print(f"run {run + 1}: {args.hours:g}h of a 10-pod pool: {day[-1]}", flush=True)
+        out = timed([sys.executable, "-m", "rpp", "simulate"])
+        out.pop("stdout")
+        default.append(out)
+        print(f"run {run + 1}: the default scenario: {default[-1]}", flush=True)
+    day_cpu = recording.spread([r["process_cpu_s"] for r in day])
+    sim_cpu = recording.spread([r["simulation_cpu_s"] for r in day])
+    per_loop_ms = recording.spread(
+        [1000 * r["simulation_cpu_s"] / max(r["loops"], 1) for r in day]
+    )
+    default_cpu = recording.spread([r["process_cpu_s"] for r in default])
+    measured = {
+        "day_of_10_pods": {
+            "hours": args.hours,
+            "runs": day,
+            "process_cpu_s": day_cpu,
+            "simulation_cpu_s": sim_cpu,
+            "simulation_cpu_ms_per_loop": per_loop_ms,
+            "process_wall_s": recording.spread([r["process_wall_s"] for r in day]),
+        },
+        "default_scenario": {
+            "runs": default,
+            "process_cpu_s": default_cpu,
+            "process_wall_s": recording.spread([r["process_wall_s"] for r in default]),
+        },
+    }
+    figures = {
+        "day_cpu_median": f"{day_cpu['median']:.0f} s",
+        "day_cpu_min": f"{day_cpu['min']:.0f} s",
+        "day_cpu_max": f"{day_cpu['max']:.0f} s",
+        "day_cpu_per_loop_median": f"{per_loop_ms['median']:.0f} ms",
+        "default_cpu_median": f"{default_cpu['median']:.1f} s",
+        "default_cpu_min": f"{default_cpu['min']:.1f} s",
+        "default_cpu_max": f"{default_cpu['max']:.1f} s",
+    }
+    path = recording.write(
+        "simulate",
+        benchmark="benchmarks/bench_simulate.py",
+        what=(
+            f"CPU (user + sys) and wall time of whole processes, {args.runs} runs each: "
+            f"{args.hours:g}h of a 10-pod pool (a loop every 30 s), and "
+            "`rpp simulate` on the embedded default scenario (4h, 3 pods)"
+        ),
+        started=started,
+        measured=measured,
+        figures=figures,
+    )
+    print(f"figures: {figures}")
+    print(f"written to {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ It reads no clock, network or environment; the executor (rpp/act/) carries the e
 out according to the pool's mode, then folds their results into the status
 (rpp/decide/fold.py).
 
-The pool steps run in the seed's order: the member machines first (drained members
+The pool steps run in this order: the member machines first (drained members
 finish, warming members are wired or time out, flagged members are unwired when
 unreachable, vanished members leave), then flagged members whose replacement is wired
 drain, then the autoscaler sets the size, then one create (a replacement first, then

@@ -2,9 +2,10 @@
 
 Observe lists RunPodPools and reads each pool's slots ConfigMap and env Secret; act writes the
 pool's status (through the status subresource, guarded by the resourceVersion it read),
-rewrites the slots ConfigMap and emits Events; leader election (issue 7) uses the Lease calls
-and the pool watch. Two implementations serve this protocol: `rpp.adapters.kube.real` on the
-official `kubernetes` client, and `rpp.sim.kube_memory` for the simulator and fast tests.
+rewrites the slots ConfigMap and emits Events; leader election (rpp/controller/leader.py)
+uses the Lease calls and the pool watch. Two implementations serve this protocol:
+`rpp.adapters.kube.real` on the official `kubernetes` client, and `rpp.sim.kube_memory` for
+the simulator and fast tests.
 
 The adapter never decides. In particular it never resolves a conflict: a write with a stale
 resourceVersion raises `Conflict`, and the reconciler re-reads, re-decides and writes again.

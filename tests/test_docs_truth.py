@@ -1,0 +1,121 @@
+"""The docs tell measured truth, and only point at what a user has.
+
+Every speed or memory figure in README.md and docs/ must be one a benchmark measured and
+checked in under benchmarks/results/ (with the date and the machine), quoted as the
+results file's `figures` give it, in a page that names that file. A hand-typed or stale
+figure fails here. Figures are recognised by their units (ms, µs, MiB, millicores...)
+or by the way estimates are stated ("about 3 s", "~15%"); configured values ("a 30 s
+interval", "cpu: 500m") are neither.
+
+The docs also must not send a reader to documents that ship with no clone: the product
+brief and design notes this project was planned from, or its issue tracker.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+RESULTS = ROOT / "benchmarks" / "results"
+
+NUMBER = r"\d+(?:[.,]\d+)*"
+# Units only a measurement gives, in these docs.
+MEASURED = re.compile(rf"(?<![\w.])({NUMBER})\s?(ms|µs|us|KiB|MiB|GiB|kB|MB|GB|millicores)\b")
+# Times and shares stated as estimates.
+ESTIMATE = re.compile(
+    rf"\b(?:about|around|approximately|roughly|nearly|almost)\s+({NUMBER})\s?"
+    r"(s|seconds?|minutes?|%)(?!\w)|~\s?(" + NUMBER + r")\s?(s|seconds?|%)(?!\w)"
+)
+UNITS = {"seconds": "s", "second": "s", "minute": "min", "minutes": "min", "us": "µs"}
+
+# Documents a user does not have: the planning brief, design notes, the issue tracker.
+ELSEWHERE = re.compile(
+    r"seed README|\bthe seed'?s?\b|\b(?:target|planned) architecture\b|planned against"
+    r"|\bdesign (?:doc|notes?)\b|\bissue #?\d+\b|testing-notes|style-anchors"
+    r"|statemachine-guide|\bshared/(?:design|seed|runpod)\b"
+)
+
+
+def figure(number: str, unit: str) -> tuple[str, str]:
+    return number.replace(",", ""), UNITS.get(unit, unit)
+
+
+def claims(text: str) -> list[tuple[str, str]]:
+    """Every (number, unit) the text states as a measured speed or memory figure."""
+    found = [figure(*m.groups()) for m in MEASURED.finditer(text)]
+    for m in ESTIMATE.finditer(text):
+        number, unit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        found.append(figure(number, unit))
+    return found
+
+
+def results() -> dict[str, dict[str, Any]]:
+    return {p.name: json.loads(p.read_text()) for p in sorted(RESULTS.glob("*.json"))}
+
+
+def sources() -> dict[tuple[str, str], set[str]]:
+    """(number, unit) -> the results files whose `figures` hold it."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for name, body in results().items():
+        for text in body["figures"].values():
+            for claim in claims(text) or [figure(*text.split(" ", 1))]:
+                out.setdefault(claim, set()).add(name)
+    return out
+
+
+def test_the_scanner_finds_speed_and_memory_claims_and_skips_settings() -> None:
+    text = (
+        "A day takes about 31 s, about 11 ms per loop, in about 30 seconds; peak 53 MiB, "
+        "9 millicores, ~15% of the CPU. Settings: a 30 s interval, cpu: 500m, 256Mi, "
+        "app requests in 0.25 s, the 15 s Lease, 2 minutes of Unreachable."
+    )
+    assert sorted(claims(text)) == sorted(
+        [("31", "s"), ("11", "ms"), ("30", "s"), ("53", "MiB"), ("9", "millicores"), ("15", "%")]
+    )
+
+
+@pytest.mark.parametrize("name", sorted(results()))
+def test_every_results_file_says_when_and_where_it_was_measured(name: str) -> None:
+    body = results()[name]
+    machine = body["machine"]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", machine["date"])
+    assert machine["cpu"]
+    assert machine["cpus"] >= 1
+    assert re.fullmatch(r"3\.\d+\.\d+", machine["python"])
+    assert (ROOT / body["benchmark"]).is_file()
+    assert body["figures"]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_speed_or_memory_figure_in_the_docs_comes_from_a_checked_in_result(
+    doc: Path,
+) -> None:
+    text = doc.read_text()
+    known = sources()
+    unsourced = [f"{n} {u}" for n, u in claims(text) if (n, u) not in known]
+    assert not unsourced, (
+        f"{doc.relative_to(ROOT)} states {unsourced}, which no file in benchmarks/results/ "
+        "holds: run the benchmark that measures it and quote its results file"
+    )
+    unnamed = {
+        f"{n} {u}": sorted(known[(n, u)])
+        for n, u in claims(text)
+        if not any(f"benchmarks/results/{f}" in text for f in known[(n, u)])
+    }
+    assert not unnamed, f"{doc.relative_to(ROOT)} quotes {unnamed} without naming the file"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_doc_points_at_documents_a_user_does_not_have(doc: Path) -> None:
+    found = [
+        f"line {n}: {m.group(0)!r}"
+        for n, line in enumerate(doc.read_text().splitlines(), start=1)
+        for m in ELSEWHERE.finditer(line)
+    ]
+    assert not found, f"{doc.relative_to(ROOT)} refers to what a clone does not hold: {found}"
