@@ -188,6 +188,35 @@ def test_stop_lets_the_loop_under_way_finish_and_write_status_then_returns() -> 
     virtual(body)
 
 
+def test_stop_during_the_shared_runpod_read_reconciles_no_pool_and_writes_no_status() -> None:
+    """docs/rehearsal.md: a SIGTERM that lands before any pool's reconcile started ends the
+    loop after the shared read, with nothing decided, done or written."""
+
+    async def body(clock: VirtualClock) -> None:
+        w = world(clock, manifest("inference"))
+        reading = asyncio.Event()
+        original = w.controller.runpod.list_pods
+
+        async def slow_listing() -> Any:
+            reading.set()
+            await asyncio.sleep(5)  # virtual time: RunPod answers slowly
+            return await original()
+
+        w.controller.runpod.list_pods = slow_listing  # type: ignore[method-assign]
+        stop = asyncio.Event()
+        running = asyncio.create_task(w.controller.loop.run(stop=stop))
+        await reading.wait()
+        stop.set()  # SIGTERM while the shared listing is under way
+        await running
+
+        assert [c for c in w.kube.calls if c.resource == "runpodpools/status"] == []
+        assert w.kube.pool("inference").get("status") in (None, {})
+        assert not [c for c in w.cloud.calls if c.operation == "createPod"]
+        await w.close()
+
+    virtual(body)
+
+
 def test_losing_leadership_cancels_the_loop_at_once_and_nothing_more_is_written() -> None:
     async def body(clock: VirtualClock) -> None:
         w = world(clock, manifest("inference", probe={"timeout": "40s"}))

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from rpp.controller import leader
+
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -119,3 +121,14 @@ def test_no_doc_points_at_documents_a_user_does_not_have(doc: Path) -> None:
         for m in ELSEWHERE.finditer(line)
     ]
     assert not found, f"{doc.relative_to(ROOT)} refers to what a clone does not hold: {found}"
+
+
+def test_the_rehearsal_states_the_takeover_bounds_that_leader_py_gives() -> None:
+    """A standby takes over after the Lease, counted from the last renewal it saw, which
+    it reads every retry period: between LEASE - RETRY and LEASE + 2 RETRY after a kill."""
+    text = " ".join((ROOT / "docs" / "rehearsal.md").read_text().split())
+    lease, retry = leader.LEASE_DURATION_S, leader.RETRY_PERIOD_S
+    assert f"`LEASE_DURATION_S` ({lease:g} s)" in text
+    assert f"`RETRY_PERIOD_S` ({retry:g} s)" in text
+    assert f"no sooner than {lease - retry:g} s" in text
+    assert f"no later than {lease + 2 * retry:g} s" in text
