@@ -1,9 +1,12 @@
-"""Render the nginx slots ConfigMap from the pool's wired members.
+"""The nginx slots: render the slots ConfigMap from the pool's wired members, read it back.
 
-Where it sits: decide. The reconciler calls `render_slots` with the slot assignment it
-decided on; when the result differs from the ConfigMap it read during observe, it emits
-one write-slots effect. Rendering is pure and deterministic (same slots, same bytes), so
-an unchanged pool never rewrites the ConfigMap and never restarts nginx.
+Where it sits: decide, last of the pool steps ("rewrite the nginx slots"), and observe's
+reading of what nginx serves. After every machine and pool order of the loop, the
+members' slots are rendered (`slots_effect`) and compared with the ConfigMap read during
+observe; only a difference produces one WriteSlots effect. Rendering is pure and
+deterministic (same slots, same bytes), so an unchanged pool never rewrites the
+ConfigMap and never restarts nginx. `wired_pods` reads a stored ConfigMap back, so a
+restarted controller sees what nginx really serves.
 
 Why slots: RunPod's HTTP proxy routes on the Host header (and SNI), so pods cannot share
 one nginx upstream. Each pod gets a local server block on its own port that proxies to
@@ -21,10 +24,12 @@ people and for tools; nginx does not read it. Nothing here is secret: no token, 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rpp.model.durations import format_duration
+from rpp.model.effects import WriteSlots
+from rpp.model.members import MemberRecord, Phase
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
 from rpp.model.proxy_hosts import proxy_host
 from rpp.model.spec import RunPodPoolSpec
@@ -161,3 +166,44 @@ def wired_pods(data: Mapping[str, str] | None) -> dict[int, str]:
             f"{INDEX} in the slots ConfigMap is not a slot index ({err}); it was edited "
             "by hand: delete the key and the controller rewrites it"
         ) from err
+
+
+# --- the pool step: one write when what nginx serves should change ----------------
+
+
+def slot_targets(spec: RunPodPoolSpec, members: Sequence[MemberRecord]) -> dict[int, SlotTarget]:
+    """Slot port -> pod for every member in a slot that nginx still has."""
+    ports = set(slot_ports(spec))
+    return {
+        m.slot: SlotTarget(m.pod_id, m.datacenter)
+        for m in members
+        if m.slot is not None and m.slot in ports and m.phase != Phase.GONE
+    }
+
+
+def render_for(
+    *, pool: str, spec: RunPodPoolSpec, members: Sequence[MemberRecord], proxy_url: str
+) -> WriteSlots:
+    targets = slot_targets(spec, members)
+    data = render_slots(pool=pool, spec=spec, slots=targets, proxy_url=proxy_url)
+    return WriteSlots(
+        slots=tuple(sorted((port, t.pod_id) for port, t in targets.items())),
+        data=tuple(sorted(data.items())),
+    )
+
+
+def slots_effect(
+    *,
+    pool: str,
+    spec: RunPodPoolSpec,
+    members: Sequence[MemberRecord],
+    observed: Mapping[str, str] | None,
+    proxy_url: str,
+) -> WriteSlots | None:
+    """The write that makes the ConfigMap match the members, or None when it does."""
+    write = render_for(pool=pool, spec=spec, members=members, proxy_url=proxy_url)
+    if observed is not None and dict(observed) == dict(write.data):
+        return None
+    if observed is None:
+        return WriteSlots(slots=write.slots, data=write.data, create=True)
+    return write

@@ -29,9 +29,14 @@ from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
 from rpp.decide.membership import find_new_members
-from rpp.decide.nginx_slots import SlotsFormatError, slot_ports, wired_pods
+from rpp.decide.nginx_slots import (
+    SlotsFormatError,
+    render_for,
+    slot_ports,
+    slots_effect,
+    wired_pods,
+)
 from rpp.decide.ownership import owned_pods
-from rpp.decide.slots import render_for, slots_effect
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSignals, refresh
 from rpp.model.effects import Effect, RecordEvent, TerminatePod, WriteSlots
