@@ -16,11 +16,13 @@ if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then want_debs+=(pytho
 if [ ${#want_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "bootstrap: installing Debian packages: ${want_debs[*]}" >&2
-  $SUDO apt-get update -qq
+  # apt-get-wait: waits while another apt (unattended-upgrades) holds apt's locks.
+  $SUDO scripts/apt-get-wait update -qq
   # RUNLEVEL=1 asks invoke-rc.d not to start the packages' services: the tests start
   # nginx and prometheus themselves, on 127.0.0.1 and free ports, with their own configs.
-  DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq --no-install-recommends \
-    "${want_debs[@]}" >/dev/null
+  # env, so that sudo passes the variables on.
+  $SUDO env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 scripts/apt-get-wait install -y -qq \
+    --no-install-recommends "${want_debs[@]}" >/dev/null
 fi
 
 stamp=.venv/.installed

@@ -114,7 +114,7 @@ def test_duplicate_existing_ids_are_refused() -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("cloud: [unclosed", "not valid YAML"),
+        ("cloud: [unclosed", "YAML syntax error"),
         ("pool: {}", "no top-level 'cloud:' section"),
         ("cloud: {stock: [{datacenter: A}]}", "cloud.stock[0].gpuType"),
     ],

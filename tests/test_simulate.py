@@ -37,7 +37,10 @@ def test_the_default_scenario_prints_a_timeline_and_the_member_table() -> None:
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == "Scenario (embedded default_scenario.yaml): pool inference, 40m"
+    assert lines[0] == (
+        "Scenario (embedded default_scenario.yaml): pool inference, 40m "
+        "(--until; the scenario runs 4h)"
+    )
     assert any("its service hangs" in line for line in lines)  # pod 2 hangs at 0:30
     assert any("Ready -> Flagged" in line and "Unreachable" in line for line in lines)
     assert any(line.startswith("+0:00:00  inference  create ") for line in lines)

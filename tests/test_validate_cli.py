@@ -101,9 +101,11 @@ def test_no_traceback_for_a_document_that_is_not_a_mapping(tmp_path: Path) -> No
         text=True,
         check=False,
     )
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    assert "expected a RunPodPool object" in result.stderr
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{odd}: is a list of 2 items, not a RunPodPool; write each pool as its own YAML "
+        "document, separated by a line ---\n"
+    )
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:

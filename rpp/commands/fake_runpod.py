@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import socket
 import sys
 from pathlib import Path
 
 import uvicorn
 
 from rpp.adapters.clock import Clock, SystemClock
+from rpp.model.documents import clip
 from rpp.sim.asgi_io import ASGIApp
 from rpp.sim.cloud import FakePodInfo, PodServer, PodServerFactory
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.cloud_scenario import CloudScenario, ScenarioError, build_cloud, load_cloud_scenario
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.proxy import CDN_LIMIT_S, ProxyApp, route_by_host
+
+CLIP_LINE = 400  # an error line: the field's path and sentence, and a clipped value
 
 
 def _port(text: str) -> int:
@@ -61,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         scenario = load_cloud_scenario(args.scenario) if args.scenario else CloudScenario()
     except ScenarioError as error:
-        print(f"rpp fake-runpod: {error}", file=sys.stderr)
+        for line in str(error).splitlines():
+            print(clip(f"rpp fake-runpod: {line}", CLIP_LINE), file=sys.stderr)
         return 2
     if args.proxy_limit <= 0:
         print("rpp fake-runpod: --proxy-limit must be positive seconds", file=sys.stderr)
@@ -89,27 +93,43 @@ def _inference_pods(clock: Clock) -> PodServerFactory:
     return factory
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port, bound here rather than inside uvicorn, so a port in
+    use is one line from us instead of uvicorn's log and a traceback. OSError if not."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(socket.SOMAXCONN)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 async def _serve(app: ASGIApp, *, host: str, port: int) -> int:
-    config = uvicorn.Config(
-        app, host=host, port=port, lifespan="off", log_level="warning", access_log=False
-    )
+    try:
+        sock = listen(host, port)
+    except OSError as error:
+        hint = "; pick another --port (0: any free port)" if port else ""
+        print(
+            f"rpp fake-runpod: cannot listen on {host}:{port}: "
+            f"{(error.strerror or str(error)).lower()}{hint}",
+            file=sys.stderr,
+        )
+        return 2
+    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    while not server.started and not task.done():
-        await asyncio.sleep(0.02)
-    if not server.started:
-        # uvicorn logs the bind error and exits; say it in our words too.
-        with contextlib.suppress(SystemExit, Exception):
-            task.result()
-        print(f"rpp fake-runpod: cannot listen on {host}:{port} (in use?)", file=sys.stderr)
-        return 1
-    bound = server.servers[0].sockets[0].getsockname()
-    url = f"http://{bound[0]}:{bound[1]}"
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if sock.family == socket.AF_INET6 else bound_host
+    url = f"http://{shown}:{bound_port}"
     print(f"fake RunPod listening on {url}", flush=True)
     print(
         f"  REST v2 {url}/v2  GraphQL {url}/graphql  control {url}/_fake/  "
         "proxy: Host <podId>-<port>.proxy.runpod.net",
         flush=True,
     )
-    await task
+    with sock:
+        await server.serve(sockets=[sock])
     return 0

@@ -23,10 +23,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TextIO
 
+from rpp.model.documents import clip
 from rpp.model.durations import DurationError, format_duration, parse_duration
 from rpp.sim.cloud_scenario import ScenarioError
 from rpp.sim.knobs import turn
-from rpp.sim.scenario import Scenario, load_scenario, parse_scenario_text
+from rpp.sim.scenario import MAX_DURATION_S, Scenario, load_scenario, parse_scenario_text
 from rpp.sim.timeline import Timeline
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
@@ -38,6 +39,7 @@ TRAFFIC_OFFSET_S = 5.0  # traffic runs between loops, as users do not wait for t
 # share a scenario sets in tenths (`errors` ratio 0.3) reads exactly once the window is
 # all failing (one a minute gave 5 answers: 30% read as 20% or 40%).
 TRAFFIC_PERIOD_S = 30.0
+CLIP_LINE = 400  # an error line: the field's path and sentence, and a clipped value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,19 +68,34 @@ def run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario) if args.scenario else default_scenario()
     except ScenarioError as error:
         for line in str(error).splitlines():
-            print(line, file=sys.stderr)
+            print(clip(line, CLIP_LINE), file=sys.stderr)
         return 2
     duration = scenario.duration
     if args.until is not None:
         try:
-            duration = parse_duration(args.until)
+            duration = until_seconds(args.until, scenario=scenario)
         except DurationError as error:
-            print(f"rpp simulate: --until: {error}", file=sys.stderr)
+            print(clip(f"rpp simulate: --until: {error}", CLIP_LINE), file=sys.stderr)
             return 2
     # The controller's own log lines would drown the timeline; the timeline says it all.
     logging.getLogger().addHandler(logging.NullHandler())
     simulate_to(scenario, out=sys.stdout, as_json=args.json, until=duration, seed=args.seed)
     return 0
+
+
+def until_seconds(text: str, *, scenario: Scenario) -> float:
+    """--until as seconds: at least 1s (0s would simulate nothing), at most 30 days."""
+    seconds = parse_duration(text)
+    if seconds < 1:
+        raise DurationError(
+            f"{text!r} simulates nothing; give at least 1s, or leave --until out to run the "
+            f"scenario's {format_duration(scenario.duration)}"
+        )
+    if seconds > MAX_DURATION_S:
+        raise DurationError(
+            f"{text!r} is past the limit of {format_duration(MAX_DURATION_S)} of simulated time"
+        )
+    return seconds
 
 
 def simulate_to(
@@ -99,7 +116,11 @@ def simulate_to(
 
     async def main(clock: VirtualClock) -> Timeline:
         return await simulate(
-            scenario, clock=clock, out=out, as_json=as_json, until=until or scenario.duration
+            scenario,
+            clock=clock,
+            out=out,
+            as_json=as_json,
+            until=scenario.duration if until is None else until,
         )
 
     return run_virtual(main)
@@ -164,7 +185,13 @@ async def _traffic(world: World, period: float) -> None:
 
 
 def _header(scenario: Scenario, until: float) -> str:
-    lines = [f"Scenario {scenario.source}: pool {scenario.name}, {format_duration(until)}"]
+    length = format_duration(until)
+    if until != scenario.duration:
+        # --until: say that this is not the scenario's own length, so no one waits for
+        # the events the description promises after the end.
+        own = format_duration(scenario.duration)
+        length = f"{length} (--until; the scenario runs {own})"
+    lines = [f"Scenario {scenario.source}: pool {scenario.name}, {length}"]
     if scenario.description:
         lines += [f"  {line}" for line in scenario.description.splitlines()]
     lines.append("")

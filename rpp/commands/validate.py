@@ -1,21 +1,28 @@
 """`rpp validate FILE...`: check RunPodPool files the way the controller will read them.
 
-Exit codes: 0 every pool is valid (one summary line each), 1 at least one pool has
-problems (every problem listed as `FILE: spec.path: message`), 2 a file could not be
-read or is not YAML (with the line of the syntax error). Never a traceback.
+Exit codes: 0 every pool is valid (one summary line each); 1 at least one pool has
+problems (every problem listed as `FILE: spec.path: message`) or two pools would fight
+(rpp/model/clashes.py: the same pool twice, one namePrefix, one ConfigMap, one adopted
+pod; checked across every file given); 2 a file could not be read, is not UTF-8 YAML
+within the limits of rpp/model/documents.py, or holds no RunPodPool. Every message is
+one line naming the file, values echoed from the file are clipped, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rpp.adapters.files import UnreadableFile, read_documents
 from rpp.model import spec as model
+from rpp.model.clashes import Placed, clashes
+from rpp.model.documents import clip, describe
 from rpp.model.spec_load import Pool, load_pool
+
+CLIP_LINE = 400  # a problem line: its path and sentence, and a clipped value
 
 
 def register(subparsers: Any) -> None:
@@ -41,48 +48,63 @@ def summary(pool: Pool) -> str:
     return f"{pool.name}: {s.mode.value}, {size}, GPU types {', '.join(s.gpu_types)}"
 
 
-def read_documents(name: str) -> list[Any]:
-    """The YAML documents of a file; raises OSError or yaml.YAMLError."""
-    text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+def _expected(group: str) -> str:
+    return f"expected apiVersion: {group}/{model.API_VERSION} and kind: {model.KIND}"
 
 
-def yaml_error_text(err: yaml.YAMLError) -> str:
-    mark = getattr(err, "problem_mark", None)
-    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    if mark is not None:
-        return f"line {mark.line + 1}, column {mark.column + 1}: YAML syntax error: {problem}"
-    return f"YAML syntax error: {problem}"
+def pool_documents(name: str, documents: list[Any], *, group: str) -> list[Any]:
+    """The documents that should be RunPodPools; UnreadableFile when the file holds none,
+    or holds something that cannot be one (a list, a scalar, a mapping without kind).
+    Objects of other kinds beside a pool (its ConfigMap, say) are left alone."""
+    if not documents:
+        raise UnreadableFile(f"{name}: holds no YAML document; {_expected(group)}")
+    for index, document in enumerate(documents):
+        where = f"{name}: document {index + 1}" if len(documents) > 1 else name
+        if isinstance(document, list):
+            raise UnreadableFile(
+                f"{where}: is {describe(document)}, not a {model.KIND}; write each pool as "
+                "its own YAML document, separated by a line ---"
+            )
+        if not isinstance(document, dict):
+            raise UnreadableFile(f"{where}: is {describe(document)}; {_expected(group)}")
+        if "kind" not in document:
+            raise UnreadableFile(f"{where}: has no kind; {_expected(group)}")
+    pools = [d for d in documents if d.get("kind") == model.KIND]
+    if not pools:
+        found = ", ".join(sorted({describe(d) for d in documents}))
+        raise UnreadableFile(f"{name}: no {model.KIND} here, found {found}; {_expected(group)}")
+    return pools
+
+
+def say(line: str, *, err: bool = False) -> None:
+    print(clip(line, CLIP_LINE), file=sys.stderr if err else sys.stdout)
 
 
 def run(args: argparse.Namespace) -> int:
     worst = 0
+    valid: list[Placed] = []
     for name in args.files:
         try:
-            docs = read_documents(name)
-        except OSError as err:
-            print(f"{name}: cannot read: {err.strerror or err}", file=sys.stderr)
+            pools = pool_documents(name, read_documents(name), group=args.group)
+        except UnreadableFile as error:
+            say(str(error), err=True)
             worst = 2
             continue
-        except yaml.YAMLError as err:
-            print(f"{name}: {yaml_error_text(err)}", file=sys.stderr)
-            worst = 2
-            continue
-        pools = [d for d in docs if not isinstance(d, dict) or d.get("kind") == model.KIND]
-        if not pools:
-            print(f"{name}: no {model.KIND} object in this file", file=sys.stderr)
-            worst = max(worst, 1)
-        for index, doc in enumerate(pools):
-            pool, problems = load_pool(doc, group=args.group)
-            prefix = name if len(pools) == 1 else f"{name}[{index}]"
+        for index, document in enumerate(pools):
+            pool, problems = load_pool(document, group=args.group)
+            source = name if len(pools) == 1 else f"{name}[{index}]"
             if pool is None:
                 for problem in problems:
-                    print(f"{prefix}: {problem}", file=sys.stderr)
+                    say(f"{source}: {problem}", err=True)
                 worst = max(worst, 1)
                 continue
-            print(f"{prefix}: {summary(pool)}")
+            valid.append(Placed(source=source, pool=pool))
+            say(f"{source}: {summary(pool)}")
             if args.show_defaults:
                 spec = pool.spec.model_dump(mode="json", by_alias=True)
                 resolved = {"metadata": {"name": pool.name}, "spec": spec}
                 sys.stdout.write(yaml.safe_dump(resolved, sort_keys=False))
+    for line in clashes(valid):
+        say(line, err=True)
+        worst = max(worst, 1)
     return worst

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from rpp.adapters.clock import Clock
+from rpp.adapters.files import UnreadableFile, read_bytes
+from rpp.model.documents import DocumentError, describe, parse_documents
 from rpp.model.durations import DurationError, parse_duration
 from rpp.sim.cloud import FakeCloud, PodServerFactory
 
@@ -228,15 +228,38 @@ def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
     )
 
 
+def scenario_document(data: bytes | str, *, source: str) -> Any:
+    """The one YAML document of a scenario file, read with the limits of every user file
+    (rpp/model/documents.py: encoding, size, depth, aliases); ScenarioError otherwise."""
+    try:
+        documents = parse_documents(data)
+    except DocumentError as error:
+        raise ScenarioError(f"{source}: {error}") from None
+    if len(documents) != 1:
+        raise ScenarioError(
+            f"{source}: holds {len(documents)} YAML documents; a scenario file is one mapping "
+            "with pool:, cloud: and events:"
+        )
+    return documents[0]
+
+
+def read_scenario_document(file: Path) -> Any:
+    """`scenario_document` of a file on disk, never read past the size limit."""
+    try:
+        data = read_bytes(file)
+    except UnreadableFile as error:
+        raise ScenarioError(str(error)) from None
+    return scenario_document(data, source=str(file))
+
+
 def load_cloud_scenario(file: Path) -> CloudScenario:
     """Read a scenario file's `cloud:` section; errors name the file."""
-    try:
-        document = yaml.safe_load(file.read_text())
-    except OSError as error:
-        raise ScenarioError(f"{file}: cannot read: {error.strerror or error}") from None
-    except yaml.YAMLError as error:
-        raise ScenarioError(f"{file}: not valid YAML: {error}") from None
-    if not isinstance(document, Mapping) or "cloud" not in document:
+    document = read_scenario_document(file)
+    if not isinstance(document, Mapping):
+        raise ScenarioError(
+            f"{file}: is {describe(document)}; a scenario file is a mapping with a cloud: section"
+        )
+    if "cloud" not in document:
         raise ScenarioError(f"{file}: no top-level 'cloud:' section")
     try:
         return parse_cloud_section(document["cloud"])

@@ -25,11 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from rpp.model.durations import DurationError, parse_duration
 from rpp.model.spec_load import load_pool
-from rpp.sim.cloud_scenario import CloudScenario, ScenarioError, parse_cloud_section
+from rpp.sim.cloud_scenario import (
+    CloudScenario,
+    ScenarioError,
+    parse_cloud_section,
+    read_scenario_document,
+    scenario_document,
+)
 from rpp.sim.kube_memory import merge_patch
 
 DEFAULT_DURATION_S = 3600.0
@@ -94,21 +98,15 @@ class Scenario:
 
 def load_scenario(path: Path) -> Scenario:
     """Read and check a scenario file; `ScenarioError` names the file and the field."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise ScenarioError(f"{path}: cannot read: {error.strerror or error}") from None
-    return parse_scenario_text(text, source=str(path))
+    return _checked(read_scenario_document(path), source=str(path))
 
 
-def parse_scenario_text(text: str, *, source: str) -> Scenario:
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ScenarioError(f"{source}: {where}YAML syntax error: {problem}") from None
+def parse_scenario_text(text: str | bytes, *, source: str) -> Scenario:
+    """A scenario from a file's contents, with the limits of every user file."""
+    return _checked(scenario_document(text, source=source), source=source)
+
+
+def _checked(document: Any, *, source: str) -> Scenario:
     try:
         return parse_scenario(document, source=source)
     except ScenarioError as error:

@@ -1,0 +1,80 @@
+"""Pools that would fight: two valid RunPodPools that claim the same pods or ConfigMaps.
+
+Where it sits: beside rpp/model/spec_load.py, one step after it. Each pool can be valid on
+its own and still break another: two pools with one namePrefix each take the other's pods
+for their own (and terminate the surplus), two pools writing one slots ConfigMap overwrite
+each other's nginx slots every loop, a pool whose slots ConfigMap is another's static nginx
+ConfigMap overwrites that nginx's configuration, two pools adopting one pod id both drive
+it, and the same pool given twice would have the second replace the first. `rpp validate`
+checks every pool of one invocation against every other, across all its files.
+
+ConfigMaps and pool names are namespaced, so they clash only within one namespace; a pool
+without metadata.namespace goes wherever it is applied, so it is compared with every
+namespace. Pod names and ids are RunPod's, one space for the whole account.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from rpp.model.spec_load import Pool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placed:
+    """A valid pool and where it was read from (`pool.yaml`, `pools.yaml[2]`)."""
+
+    source: str
+    pool: Pool
+
+    def __str__(self) -> str:
+        return f"pool {self.pool.name} ({self.source})"
+
+
+def _same_namespace(a: Pool, b: Pool) -> bool:
+    return a.namespace is None or b.namespace is None or a.namespace == b.namespace
+
+
+def _namespace(a: Pool, b: Pool) -> str:
+    shown = a.namespace or b.namespace
+    return f" in namespace {shown}" if shown else ""
+
+
+def _config_maps(pool: Pool) -> dict[str, str]:
+    """ConfigMap name -> what the pool uses it for."""
+    nginx = pool.spec.nginx
+    return {nginx.config_map: "nginx ConfigMap", nginx.slots_config_map: "slots ConfigMap"}
+
+
+def _pair(a: Placed, b: Placed) -> Iterator[str]:
+    pa, pb = a.pool, b.pool
+    if pa.name == pb.name and _same_namespace(pa, pb):
+        yield (
+            f"{b}: the same pool as {a.source}{_namespace(pa, pb)}; applying both, the "
+            "second replaces the first: keep one"
+        )
+        return  # the rest would only repeat it
+    if pa.spec.name_prefix == pb.spec.name_prefix:
+        yield (
+            f"{b}: namePrefix {pa.spec.name_prefix} is also {a}'s; each pool would take the "
+            "other's pods for its own: give each pool its own prefix"
+        )
+    for pod_id in sorted(set(pa.spec.adopt) & set(pb.spec.adopt)):
+        yield (
+            f"{b}: adopts pod {pod_id}, as {a} does; two pools would drive one pod: "
+            "adopt it in one pool only"
+        )
+    if _same_namespace(pa, pb):
+        mine, theirs = _config_maps(pa), _config_maps(pb)
+        for name in sorted(set(mine) & set(theirs)):
+            yield (
+                f"{b}: its {theirs[name]} {name} is {a}'s {mine[name]}{_namespace(pa, pb)}; "
+                "the pools would overwrite each other's nginx: give each pool its own"
+            )
+
+
+def clashes(pools: Sequence[Placed]) -> list[str]:
+    """One line per clash between two of `pools`, naming both, in the order given."""
+    return [line for a, b in combinations(pools, 2) for line in _pair(a, b)]
