@@ -27,6 +27,7 @@ from rpp.model.observations import PodStatus
 from rpp.sim import faults
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
+from rpp.sim.virtual_time import VirtualClock, run_virtual
 
 REQUEST = PodRequest(name="rpp-pool-a1", image="ghcr.io/acme/infer:1", env={"MODE": "fast"})
 
@@ -87,41 +88,56 @@ async def test_read_is_retried_after_503_and_429_then_succeeds_and_each_call_cou
     assert metrics.value("listPods", answers.CallOutcome.OK) == 1
 
 
-async def test_persistent_5xx_ends_at_the_deadline_with_the_last_error() -> None:
+def test_persistent_5xx_ends_at_the_deadline_with_the_last_error() -> None:
+    """On virtual time (the client keeps its deadline on the loop's clock), so a loaded
+    machine cannot stretch it: the retries end inside the deadline exactly."""
     cloud = stocked_cloud()
     cloud.faults.always("listPods", faults.ServerError(502))
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    async with client_for(cloud, retry_deadline=0.6) as client:
-        with pytest.raises(answers.ServerError) as caught:
-            await client.list_pods()
-    took = loop.time() - started
-    assert caught.value.status == 502
-    assert took < 0.6 + 0.3
+
+    async def main(_: VirtualClock) -> tuple[float, answers.ServerError]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with client_for(cloud, retry_deadline=0.6) as client:
+            with pytest.raises(answers.ServerError) as caught:
+                await client.list_pods()
+        return loop.time() - started, caught.value
+
+    took, error = run_virtual(main)
+    assert error.status == 502
+    assert took <= 0.6
     assert len(cloud.calls) >= 3  # it did retry, with backoff, inside the deadline
 
 
-async def test_429_is_waited_at_least_its_retry_after() -> None:
+def test_429_is_waited_at_least_its_retry_after() -> None:
     cloud = stocked_cloud()
     cloud.faults.next("listPods", faults.RateLimited(retry_after=1))
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    async with client_for(cloud, retry_deadline=3.0) as client:
-        await client.list_pods()
-    assert loop.time() - started >= 1.0
+
+    async def main(_: VirtualClock) -> float:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with client_for(cloud, retry_deadline=3.0) as client:
+            await client.list_pods()
+        return loop.time() - started
+
+    assert run_virtual(main) >= 1.0
     assert len(cloud.calls) == 2
 
 
-async def test_429_whose_retry_after_passes_the_deadline_is_raised_without_waiting() -> None:
+def test_429_whose_retry_after_passes_the_deadline_is_raised_without_waiting() -> None:
     cloud = stocked_cloud()
     cloud.faults.next("listPods", faults.RateLimited(retry_after=30))
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    async with client_for(cloud, retry_deadline=1.0) as client:
-        with pytest.raises(answers.RateLimited) as caught:
-            await client.list_pods()
-    assert loop.time() - started < 0.5
-    assert caught.value.retry_after == 30
+
+    async def main(_: VirtualClock) -> tuple[float, answers.RateLimited]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with client_for(cloud, retry_deadline=1.0) as client:
+            with pytest.raises(answers.RateLimited) as caught:
+                await client.list_pods()
+        return loop.time() - started, caught.value
+
+    took, error = run_virtual(main)
+    assert took == 0.0
+    assert error.retry_after == 30
     assert len(cloud.calls) == 1
 
 
