@@ -6,4 +6,4 @@ and `now` into a new status and a list of effects) -> act (an executor applies t
 effects according to the pool's mode). docs/ARCHITECTURE.md maps modules to steps.
 """
 
-__version__ = "0.2.1"
+__version__ = "0.3.0"

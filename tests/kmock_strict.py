@@ -11,7 +11,9 @@ adds them and nothing else:
   with 409 Conflict, and a create of an existing name with 409 AlreadyExists;
 - PUT replaces an object; PUT and PATCH on `.../status` change only `status`, and writes to the
   main resource never change `status`;
-- `metadata.generation` is bumped only when `spec` changes;
+- `metadata.generation` is bumped only when `spec` changes, or when a delete marks an object
+  that has finalizers (deletionTimestamp set, as the API server does);
+- a write that leaves an object being deleted without finalizers deletes it;
 - create answers 201.
 
 Writes happen in fallback reactions, never in the request interceptor, so a test reaction such
@@ -81,7 +83,28 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
         is_write = request.action in {kmock.action.CREATE, kmock.action.UPDATE}
         if request.resource is not None and (is_write or request.method == kmock.method.PUT):
             return await kmock.RawHandler._handle(self, request)
+        if request.action == kmock.action.DELETE and request.name is not None:
+            await self._mark_deleting(request)
         return await super()._handle(request)
+
+    async def _mark_deleting(self, request: kmock.Request) -> None:
+        """A delete of an object with finalizers only marks it, bumping its generation and
+        resourceVersion; the parent then sees it marked and leaves it."""
+        key = (request.resource, request.namespace, request.name)
+        async with self._lock:
+            if key not in self.objects or self.objects[key].deleted:
+                return
+            old = self.objects[key].raw
+            meta = old.get("metadata", {})
+            if not meta.get("finalizers") or meta.get("deletionTimestamp"):
+                return
+            new = copy.deepcopy(old)
+            new["metadata"]["deletionTimestamp"] = _now()
+            if "generation" in meta:
+                new["metadata"]["generation"] = meta["generation"] + 1
+            new["metadata"]["resourceVersion"] = str(next(self._revisions))
+            self.objects[key].history.append(new)
+            await self._buses[request.resource].put({"type": "MODIFIED", "object": new})
 
     async def _serve_create(self, request: kmock.Request) -> kmock.Response:
         body = copy.deepcopy(request.data or {})
@@ -126,7 +149,13 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
                 )
             new = self._next_version(old, body, replace=replace, status=request.subresource)
             self.objects[key].history.append(new)
-            await self._buses[request.resource].put({"type": "MODIFIED", "object": new})
+            meta = new["metadata"]
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                # The last finalizer went: the API server deletes the object now.
+                self.objects[key].delete()
+                await self._buses[request.resource].put({"type": "DELETED", "object": new})
+            else:
+                await self._buses[request.resource].put({"type": "MODIFIED", "object": new})
         return new
 
     def _next_version(
@@ -151,7 +180,7 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
             for key in ("apiVersion", "kind"):
                 if key in old:
                     new.setdefault(key, old[key])
-            for field in ("uid", "creationTimestamp", "generation", "namespace", "name"):
+            for field in _KEPT_METADATA:
                 if field in old["metadata"]:
                     new["metadata"][field] = old["metadata"][field]
             if "status" in old:
@@ -169,8 +198,18 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
             namespace=namespace,
             uid=str(uuid.uuid4()),
             resourceVersion=str(next(self._revisions)),
-            creationTimestamp=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            creationTimestamp=_now(),
         )
         if "spec" in body:  # as for custom resources; ConfigMaps and the like have none
             meta["generation"] = 1
         return body
+
+
+# What a write to the main resource cannot change, as on the API server.
+_KEPT_METADATA = (
+    "uid", "creationTimestamp", "deletionTimestamp", "generation", "namespace", "name"
+)  # fmt: skip
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

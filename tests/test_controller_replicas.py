@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from rpp.controller.leader import LEASE_DURATION_S, RENEW_DEADLINE_S, RETRY_PERIOD_S, LeaderElector
 from rpp.controller.reconcile import PoolResult
+from rpp.model import metric_names as names
 from rpp.model.status import PoolStatus
 from rpp.sim.faults import Timeout
 from rpp.sim.virtual_time import VirtualClock, run_virtual
@@ -116,6 +117,55 @@ def test_a_partitioned_leader_stops_acting_before_the_standby_starts() -> None:
         assert min(b.reconciled) >= cut_at + LEASE_DURATION_S - RETRY_PERIOD_S
         assert len(creates(w)) == 2
         assert status(w).ready == 2
+        await a.kill()
+        await b.kill()
+        await w.close()
+
+    virtual(body)
+
+
+def pool_gauge_series(replica: Replica) -> set[tuple[str, str]]:
+    """(metric, pool) of every pool gauge sample the replica's /metrics would show."""
+    gauges = {spec.name for spec in POOL_GAUGES}
+    return {
+        (sample.name, sample.labels["pool"])
+        for family in replica.parts.registry.collect()
+        if family.name in gauges
+        for sample in family.samples
+    }
+
+
+POOL_GAUGES = [
+    names.BY_NAME[n]
+    for n in (
+        names.MEMBERS,
+        names.READY,
+        names.DESIRED,
+        names.DESIRED_MIN,
+        names.COST_PER_HOUR,
+        names.CONDITION,
+    )
+]
+
+
+def test_a_replica_that_loses_leadership_exports_no_pool_gauges() -> None:
+    async def body(clock: VirtualClock) -> None:
+        w = world(clock, manifest("inference"))
+        view = Partitionable(w.kube)
+        a = Replica(w, "a", clock=clock, lease_view=view)
+        await asyncio.sleep(0.5)
+        b = Replica(w, "b", clock=clock, lease_view=w.kube)
+        await asyncio.sleep(40)
+        assert ("runpod_pool_ready", "inference") in pool_gauge_series(a)
+        assert pool_gauge_series(b) == set()  # the standby never reported a pool
+
+        view.cut = "hang"  # A cannot renew: it steps down, and B takes over
+        await asyncio.sleep(120)
+
+        assert not a.elector.is_leader
+        assert b.elector.is_leader
+        assert pool_gauge_series(a) == set()
+        assert ("runpod_pool_ready", "inference") in pool_gauge_series(b)
         await a.kill()
         await b.kill()
         await w.close()

@@ -194,3 +194,9 @@ def test_every_schema_node_is_structural_for_the_api_server() -> None:
     target = spec_schema()["properties"]["autoscaling"]["properties"]["target"]
     assert (target["minimum"], target["exclusiveMinimum"]) == (0, True)
     assert spec_schema()["properties"]["templateId"]["nullable"] is True
+
+
+def test_pools_are_listed_by_kubectl_get_runpod_but_not_by_get_all() -> None:
+    names = build_crd()["spec"]["names"]
+    assert "runpod" in names["categories"]
+    assert "all" not in names["categories"]

@@ -70,7 +70,12 @@ async def drive_every_call(api: MemoryKubeApi) -> None:
     await api.list_pools()
     pool = await api.get_pool("inference")
     version = pool["metadata"]["resourceVersion"]
-    await api.replace_pool_status("inference", status={"ready": 0}, resource_version=version)
+    written = await api.replace_pool_status(
+        "inference", status={"ready": 0}, resource_version=version
+    )
+    await api.set_pool_finalizers(
+        "inference", finalizers=["f"], resource_version=written["metadata"]["resourceVersion"]
+    )
     assert await api.read_config_map("inference-nginx-slots") is None
     await api.create_config_map("inference-nginx-slots", data={}, labels={})
     slots = await api.read_config_map("inference-nginx-slots")

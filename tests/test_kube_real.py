@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import kmock
 import pytest
 from kmock import KubernetesError
@@ -48,6 +49,8 @@ NS = "runpod"
 SETTINGS = KubeSettings(namespace=NS, request_timeout=5.0)
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 TOKEN = "s3cret-bearer-token"
+FINALIZER = "runpodpool.ownego.com/pods"
+POOL_PATH = "runpodpool.ownego.com/v1alpha1"
 
 
 def pool_manifest(name: str = "inference", **spec: Any) -> dict[str, Any]:
@@ -302,8 +305,21 @@ async def test_rejected_credentials_say_to_check_the_token(
             kmock.method.POST,
             lambda k: k.create_config_map("slots", data={}, labels={}),
         ),
+        (
+            "patch",
+            "runpodpools",
+            kmock.method.PATCH,
+            lambda k: k.set_pool_finalizers("inference", finalizers=["f"], resource_version="1"),
+        ),
     ],
-    ids=["list-pools", "get-secret", "watch-pools", "update-status", "create-configmap"],
+    ids=[
+        "list-pools",
+        "get-secret",
+        "watch-pools",
+        "update-status",
+        "create-configmap",
+        "patch-finalizers",
+    ],
 )
 async def test_forbidden_names_the_verb_and_resource_the_role_lacks(
     kube: RealKubeApi,
@@ -386,6 +402,43 @@ async def test_lease_get_create_replace_with_conflicts(
     assert kmock.objects[LEASES, NS, "rpp-leader"]["spec"]["holderIdentity"] == "rpp-a"
 
 
+async def test_a_finalizer_holds_a_deleted_pool_until_its_removal_deletes_it(
+    kube: RealKubeApi, kmock: StrictKubernetesEmulator
+) -> None:
+    seeded = kmock.seed(POOLS, NS, pool_manifest())
+    added = await kube.set_pool_finalizers(
+        "inference", finalizers=[FINALIZER], resource_version=seeded["metadata"]["resourceVersion"]
+    )
+    async with httpx.AsyncClient(base_url=str(kmock.url)) as http:
+        deleted = await http.delete(f"/apis/{POOL_PATH}/namespaces/{NS}/runpodpools/inference")
+    deleting = await kube.get_pool("inference")
+    removed = await kube.set_pool_finalizers(
+        "inference", finalizers=[], resource_version=deleting["metadata"]["resourceVersion"]
+    )
+
+    assert added["metadata"]["finalizers"] == [FINALIZER]
+    assert deleted.status_code == 200
+    assert deleting["metadata"]["deletionTimestamp"]
+    assert deleting["metadata"]["generation"] == 2  # the API server bumps it on deletion
+    assert removed["metadata"]["finalizers"] == []
+    with pytest.raises(NotFound):
+        await kube.get_pool("inference")
+
+
+async def test_finalizers_over_a_stale_version_raise_conflict_and_keep_another_writers(
+    kube: RealKubeApi, kmock: StrictKubernetesEmulator
+) -> None:
+    seeded = kmock.seed(POOLS, NS, pool_manifest())
+    stale = seeded["metadata"]["resourceVersion"]
+    await kube.set_pool_finalizers("inference", finalizers=["other.io/x"], resource_version=stale)
+
+    with pytest.raises(Conflict) as caught:
+        await kube.set_pool_finalizers("inference", finalizers=[FINALIZER], resource_version=stale)
+
+    assert caught.value.verb == "patch"
+    assert kmock.objects[POOLS, NS, "inference"]["metadata"]["finalizers"] == ["other.io/x"]
+
+
 async def test_watch_yields_existing_pools_then_changes(
     kube: RealKubeApi, kmock: StrictKubernetesEmulator
 ) -> None:
@@ -413,7 +466,11 @@ async def exercise(api: KubeApi) -> None:
     await api.list_pools()
     pool = await api.get_pool("inference")
     version = pool["metadata"]["resourceVersion"]
-    await api.replace_pool_status("inference", status={"ready": 0}, resource_version=version)
+    written = await api.replace_pool_status(
+        "inference", status={"ready": 0}, resource_version=version
+    )
+    version = written["metadata"]["resourceVersion"]
+    await api.set_pool_finalizers("inference", finalizers=[FINALIZER], resource_version=version)
     assert await api.read_config_map("inference-nginx-slots") is None
     await api.create_config_map("inference-nginx-slots", data={}, labels={"app": "rpp"})
     slots = await api.read_config_map("inference-nginx-slots")

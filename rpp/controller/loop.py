@@ -221,6 +221,10 @@ class ControllerLoop:
                 with contextlib.suppress(asyncio.CancelledError):
                     await leading
                 self.progress.stopped_leading()
+                if self.metrics is not None:
+                    # Another replica reports the pools now; stale values here would keep
+                    # an alert firing from the standby.
+                    self.metrics.stand_by()
             if leading.done() and not leading.cancelled():
                 leading.result()  # a bug in the loop itself surfaces here
 

@@ -2,8 +2,10 @@
 
 Where it sits: the controller, after act. The reconciler reports each pool's written
 status here (members by phase, ready, desired, cost, conditions), counts actions by how
-they ended and times the reconcile; the loop sets and clears ReconcileFailed and the
-leader gauge; the controller's /metrics serves the registry with prometheus_client.
+they ended and times the reconcile; the loop sets and clears ReconcileFailed, and drops
+every pool gauge when this replica stops leading (`stand_by`): a standby's old values
+would keep an alert firing long after the leader moved; `rpp run` sets the leader
+gauge. The controller's /metrics serves the registry with prometheus_client.
 Why a module of its own: these series describe pools, and are set from what the
 controller decided and wrote; the RunPod API-call counter is the RunPod client's
 (rpp/adapters/runpod/call_metrics.py). Names, labels and help of both come from
@@ -74,6 +76,17 @@ class PoolMetrics:
             if action == "event":
                 continue
             self.actions.labels(pool=pool, action=action, outcome=done.result.value).inc()
+
+    def pool_gauges(self) -> tuple[Gauge, ...]:
+        """The gauges that describe pools: only the leader, which reconciles, exports them."""
+        pools = (self.members, self.ready, self.desired, self.desired_min, self.cost)
+        return (*pools, self.condition)
+
+    def stand_by(self) -> None:
+        """This replica stopped leading: drop every pool's gauges. The counters and the
+        reconcile histogram stay, as counters do; they only stop moving."""
+        for gauge in self.pool_gauges():
+            gauge.clear()
 
     def forget(self, pool: str) -> None:
         """Drop a deleted pool's series, so dashboards do not show it forever."""

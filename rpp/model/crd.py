@@ -115,6 +115,9 @@ def build_crd(group: str = model.API_GROUP) -> dict[str, Any]:
                 "plural": model.PLURAL,
                 "singular": model.KIND.lower(),
                 "shortNames": [model.SHORT_NAME],
+                # `kubectl get runpod` lists every pool; not in "all", which is for
+                # workloads a namespace runs.
+                "categories": list(model.CATEGORIES),
             },
             "versions": [
                 {

@@ -30,6 +30,7 @@ API_VERSION = "v1alpha1"
 KIND = "RunPodPool"
 PLURAL = "runpodpools"
 SHORT_NAME = "rpp"
+CATEGORIES = ("runpod",)
 
 # Pool names end up in ConfigMap, Service and pod names: a DNS-1123 label, kept short
 # enough that "<pool>-nginx-config" still fits in 63 characters.

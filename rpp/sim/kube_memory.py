@@ -3,8 +3,10 @@
 The simulator runs the real controller against it, and fast tests use it instead of an API
 server. It keeps the guarantees the controller relies on, so code that passes here behaves the
 same against a cluster: every write bumps resourceVersion, a write over a stale one raises
-`Conflict`, generation moves only when a pool's spec changes, status is written only through
-its own call, and Events repeat by count (the same naming as `rpp.adapters.kube.real`).
+`Conflict`, generation moves only when a pool's spec changes or its deletion starts, status is
+written only through its own call, a pool with finalizers is only marked for deletion
+(deletionTimestamp) until the last one is removed, and Events repeat by count (the same naming
+as `rpp.adapters.kube.real`).
 
 Like Karpenter's fake cloud provider, it records every call the controller makes
 (`calls`, as (verb, resource, name) in RBAC terms) and lets a test make the next call of a kind
@@ -19,7 +21,7 @@ import datetime as dt
 import json
 import uuid
 from collections import defaultdict, deque
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from rpp.adapters.clock import Clock, to_rfc3339
@@ -138,24 +140,46 @@ class MemoryKubeApi:
         return self._change_pool(pool, merge_patch(pool.get("spec", {}), patch), {})
 
     def delete_pool(self, name: str) -> None:
+        """Delete the pool as `kubectl delete` does: a pool with finalizers is only marked
+        (deletionTimestamp set, generation bumped, as the API server does) until the last
+        finalizer is removed; one without goes at once."""
+        pool = self._pools[name]
+        meta = pool["metadata"]
+        if not meta.get("finalizers"):
+            self._remove_pool(name)
+            return
+        if meta.get("deletionTimestamp"):
+            return  # already being deleted
+        meta["deletionTimestamp"] = to_rfc3339(self._clock.now())
+        meta["generation"] += 1
+        self._bump(pool)
+        self._notify("MODIFIED", pool)
+
+    def _remove_pool(self, name: str) -> None:
         pool = self._pools.pop(name)
         self._notify("DELETED", pool)
         self._pool_text.pop(name, None)
 
     def put_config_map(
-        self, name: str, data: Mapping[str, str], *, labels: Mapping[str, str] | None = None
+        self,
+        name: str,
+        data: Mapping[str, str],
+        *,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> StoredConfigMap:
         """Create or overwrite a ConfigMap, as Helm or a human would."""
         existing = self._config_maps.get(name)
         if existing is None:
-            meta = self._new_metadata(name, {"labels": labels or {}})
+            given = {"labels": labels or {}, "annotations": annotations or {}}
+            meta = self._new_metadata(name, given)
             self._config_maps[name] = {"metadata": meta, "data": dict(data)}
         else:
             existing["data"] = dict(data)
             if labels is not None:
                 existing["metadata"]["labels"] = dict(labels)
             self._bump(existing)
-        return _stored(self._config_maps[name])
+        return StoredConfigMap.from_object(self._config_maps[name])
 
     def delete_config_map(self, name: str) -> None:
         del self._config_maps[name]
@@ -173,7 +197,7 @@ class MemoryKubeApi:
     def config_map(self, name: str) -> StoredConfigMap | None:
         """The ConfigMap as stored, for assertions."""
         found = self._config_maps.get(name)
-        return _stored(found) if found is not None else None
+        return StoredConfigMap.from_object(found) if found is not None else None
 
     @property
     def events(self) -> list[dict[str, Any]]:
@@ -202,18 +226,43 @@ class MemoryKubeApi:
         self._notify("MODIFIED", pool)
         return self._copy(pool)
 
+    async def set_pool_finalizers(
+        self, name: str, *, finalizers: Sequence[str], resource_version: str
+    ) -> dict[str, Any]:
+        self._call("patch", self._settings.plural, name)
+        pool = self._existing(self._pools, "patch", self._settings.plural, name)
+        self._check_version(pool, "patch", self._settings.plural, resource_version)
+        if list(finalizers) == list(pool["metadata"].get("finalizers") or []):
+            return self._copy(pool)  # a patch that changes nothing writes nothing
+        if finalizers:
+            pool["metadata"]["finalizers"] = list(finalizers)
+        else:
+            pool["metadata"].pop("finalizers", None)
+        self._bump(pool)
+        answer = self._copy(pool)
+        if pool["metadata"].get("deletionTimestamp") and not finalizers:
+            self._remove_pool(name)  # the last finalizer went: the API server deletes it
+        else:
+            self._notify("MODIFIED", pool)
+        return answer
+
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
         self._call("get", "configmaps", name)
         found = self._config_maps.get(name)
-        return _stored(found) if found is not None else None
+        return StoredConfigMap.from_object(found) if found is not None else None
 
     async def create_config_map(
-        self, name: str, *, data: Mapping[str, str], labels: Mapping[str, str]
+        self,
+        name: str,
+        *,
+        data: Mapping[str, str],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str] | None = None,
     ) -> StoredConfigMap:
         self._call("create", "configmaps", name)
         if name in self._config_maps:
             raise AlreadyExists("create", "configmaps", name, namespace=self._settings.namespace)
-        return self.put_config_map(name, data, labels=labels)
+        return self.put_config_map(name, data, labels=labels, annotations=annotations)
 
     async def replace_config_map(
         self, current: StoredConfigMap, *, data: Mapping[str, str]
@@ -223,7 +272,7 @@ class MemoryKubeApi:
         self._check_version(stored, "update", "configmaps", current.resource_version)
         stored["data"] = dict(data)
         self._bump(stored)
-        return _stored(stored)
+        return StoredConfigMap.from_object(stored)
 
     async def read_secret(self, name: str) -> SecretData | None:
         self._call("get", "secrets", name)
@@ -375,17 +424,6 @@ class MemoryKubeApi:
     def _notify(self, type_: str, pool: dict[str, Any]) -> None:
         for queue in self._watchers:
             queue.put_nowait(PoolEvent(type_, self._copy(pool)))
-
-
-def _stored(config_map: Mapping[str, Any]) -> StoredConfigMap:
-    meta = config_map["metadata"]
-    return StoredConfigMap(
-        name=meta["name"],
-        data=dict(config_map.get("data") or {}),
-        resource_version=meta["resourceVersion"],
-        labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}),
-    )
 
 
 def _is_a_kube_api(memory: MemoryKubeApi) -> KubeApi:

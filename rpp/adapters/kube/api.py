@@ -2,10 +2,10 @@
 
 Observe lists RunPodPools and reads each pool's slots ConfigMap and env Secret; act writes the
 pool's status (through the status subresource, guarded by the resourceVersion it read),
-rewrites the slots ConfigMap and emits Events; leader election (rpp/controller/leader.py)
-uses the Lease calls and the pool watch. Two implementations serve this protocol:
-`rpp.adapters.kube.real` on the official `kubernetes` client, and `rpp.sim.kube_memory` for
-the simulator and fast tests.
+adds and removes the pool's finalizer, creates and rewrites the slots ConfigMap and emits
+Events; leader election (rpp/controller/leader.py) uses the Lease calls and the pool watch.
+Two implementations serve this protocol: `rpp.adapters.kube.real` on the official
+`kubernetes` client, and `rpp.sim.kube_memory` for the simulator and fast tests.
 
 The adapter never decides. In particular it never resolves a conflict: a write with a stale
 resourceVersion raises `Conflict`, and the reconciler re-reads, re-decides and writes again.
@@ -14,8 +14,10 @@ Every error names the verb and the resource, so a missing RBAC rule reads as a t
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -142,7 +144,8 @@ def required_permissions(crd_group: str = DEFAULT_CRD_GROUP) -> frozenset[Permis
     """Every (verb, group, resource) `rpp.adapters.kube.real` can call, to compare with
     deploy/rbac.yaml."""
     grants = {
-        (crd_group, POOL_PLURAL): ("get", "list", "watch"),
+        # patch: the pool's finalizer only (metadata.finalizers), never its spec.
+        (crd_group, POOL_PLURAL): ("get", "list", "watch", "patch"),
         (crd_group, f"{POOL_PLURAL}/status"): ("update",),
         ("", "configmaps"): ("get", "create", "update"),
         ("", "secrets"): ("get",),
@@ -180,6 +183,26 @@ class SecretData(Mapping[str, str]):
 
     __str__ = __repr__
 
+    @classmethod
+    def decode(cls, name: str, namespace: str, data: Mapping[str, str]) -> SecretData:
+        """A Secret's `data`, base64-decoded; a value that is not UTF-8 text is refused."""
+        values: dict[str, str] = {}
+        for key, encoded in data.items():
+            try:
+                values[key] = base64.b64decode(encoded, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                # Name the key, never the value: the value is the secret.
+                target = describe_target("secrets", name, namespace)
+                raise KubeError(
+                    "get",
+                    "secrets",
+                    name,
+                    namespace=namespace,
+                    message=f"{target}: key {key!r} is not UTF-8 text; pod env values must be "
+                    "text, so store it as a string",
+                ) from None
+        return cls(values)
+
 
 @dataclass(frozen=True)
 class StoredConfigMap:
@@ -190,6 +213,18 @@ class StoredConfigMap:
     resource_version: str
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_object(cls, config_map: Mapping[str, Any]) -> StoredConfigMap:
+        """From the ConfigMap as the API server returns it."""
+        meta = config_map.get("metadata") or {}
+        return cls(
+            name=meta.get("name", ""),
+            data=dict(config_map.get("data") or {}),
+            resource_version=str(meta.get("resourceVersion", "")),
+            labels=dict(meta.get("labels") or {}),
+            annotations=dict(meta.get("annotations") or {}),
+        )
 
 
 class PoolEvent(NamedTuple):
@@ -223,12 +258,28 @@ class KubeApi(Protocol):
         """
         ...
 
+    async def set_pool_finalizers(
+        self, name: str, *, finalizers: Sequence[str], resource_version: str
+    ) -> dict[str, Any]:
+        """Set the pool's `metadata.finalizers` (the whole list), only over `resource_version`.
+
+        Raises `Conflict` when the pool changed since it was read, so a finalizer another
+        controller added meanwhile is never dropped. Returns the pool as the server answered;
+        when the last finalizer of a pool being deleted goes, the server deletes the pool.
+        """
+        ...
+
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
         """The ConfigMap, or None when it does not exist."""
         ...
 
     async def create_config_map(
-        self, name: str, *, data: Mapping[str, str], labels: Mapping[str, str]
+        self,
+        name: str,
+        *,
+        data: Mapping[str, str],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str] | None = None,
     ) -> StoredConfigMap:
         """Create it; `AlreadyExists` when someone else did first."""
         ...

@@ -14,11 +14,9 @@ headers and bodies are never put into them. `REQUIRED_PERMISSIONS` lists every c
 
 from __future__ import annotations
 
-import base64
-import binascii
 import datetime as dt
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -29,13 +27,11 @@ from rpp.adapters.kube.api import (
     AlreadyExists,
     EventType,
     KubeApi,
-    KubeError,
     KubeSettings,
     NotFound,
     PoolEvent,
     SecretData,
     StoredConfigMap,
-    describe_target,
 )
 
 _EVENT_CACHE_SIZE = 1024
@@ -138,6 +134,25 @@ class RealKubeApi:
             resource_version=resource_version,
         )
 
+    async def set_pool_finalizers(
+        self, name: str, *, finalizers: Sequence[str], resource_version: str
+    ) -> dict[str, Any]:
+        # A merge patch replaces the whole list; the resourceVersion in it makes the API
+        # server refuse (409) when the pool changed since it was read, so a finalizer
+        # someone else added in between is never lost.
+        body = {"metadata": {"resourceVersion": resource_version, "finalizers": list(finalizers)}}
+        return await self._call(
+            "patch",
+            self._settings.plural,
+            name,
+            self._custom.patch_namespaced_custom_object_without_preload_content,
+            *self._pool_path(),
+            name,
+            body,
+            resource_version=resource_version,
+            _content_type=_MERGE_PATCH,
+        )
+
     async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
         watcher = watch.Watch()  # type: ignore[no-untyped-call]
         # The client's watch re-connects from the last resourceVersion when a stream ends or
@@ -166,17 +181,18 @@ class RealKubeApi:
         found = await self._read(
             "configmaps", name, self._core.read_namespaced_config_map_without_preload_content
         )
-        return None if found is None else _stored(found)
+        return None if found is None else StoredConfigMap.from_object(found)
 
     async def create_config_map(
-        self, name: str, *, data: Mapping[str, str], labels: Mapping[str, str]
+        self,
+        name: str,
+        *,
+        data: Mapping[str, str],
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str] | None = None,
     ) -> StoredConfigMap:
-        body = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": dict(labels)},
-            "data": dict(data),
-        }
+        metadata = {"name": name, "labels": dict(labels), "annotations": dict(annotations or {})}
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
         created = await self._call(
             "create",
             "configmaps",
@@ -185,7 +201,7 @@ class RealKubeApi:
             self._settings.namespace,
             client.V1ConfigMap.model_validate(body),
         )
-        return _stored(created)
+        return StoredConfigMap.from_object(created)
 
     async def replace_config_map(
         self, current: StoredConfigMap, *, data: Mapping[str, str]
@@ -213,7 +229,7 @@ class RealKubeApi:
             client.V1ConfigMap.model_validate(body),
             resource_version=current.resource_version,
         )
-        return _stored(replaced)
+        return StoredConfigMap.from_object(replaced)
 
     async def read_secret(self, name: str) -> SecretData | None:
         found = await self._read(
@@ -221,7 +237,7 @@ class RealKubeApi:
         )
         if found is None:
             return None
-        return _decode_secret(name, self._settings.namespace, found.get("data") or {})
+        return SecretData.decode(name, self._settings.namespace, found.get("data") or {})
 
     # -- Events -------------------------------------------------------------------------------
 
@@ -357,36 +373,6 @@ class RealKubeApi:
             )
         except NotFound:
             return None
-
-
-def _decode_secret(name: str, namespace: str, data: Mapping[str, str]) -> SecretData:
-    values: dict[str, str] = {}
-    for key, encoded in data.items():
-        try:
-            values[key] = base64.b64decode(encoded, validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            # Name the key, never the value: the value is the secret.
-            target = describe_target("secrets", name, namespace)
-            raise KubeError(
-                "get",
-                "secrets",
-                name,
-                namespace=namespace,
-                message=f"{target}: key {key!r} is not UTF-8 text; pod env values must be "
-                "text, so store it as a string",
-            ) from None
-    return SecretData(values)
-
-
-def _stored(config_map: Mapping[str, Any]) -> StoredConfigMap:
-    meta = config_map.get("metadata") or {}
-    return StoredConfigMap(
-        name=meta.get("name", ""),
-        data=dict(config_map.get("data") or {}),
-        resource_version=str(meta.get("resourceVersion", "")),
-        labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}),
-    )
 
 
 def _is_a_kube_api(real: RealKubeApi) -> KubeApi:
