@@ -42,6 +42,7 @@ def test_every_variable_is_read() -> None:
             "RUNPOD_API_URL": "http://127.0.0.1:9000/",
             "RUNPOD_PROXY_URL": "http://127.0.0.1:9000",
             "POD_NAME": "rpp-7d9f-x2",
+            "RUNPOD_MAX_ANSWER_MB": "64",
         }
     )
 
@@ -54,6 +55,7 @@ def test_every_variable_is_read() -> None:
     assert config.runpod_api_url == "http://127.0.0.1:9000"
     assert config.proxy_pattern == "http://127.0.0.1:9000"
     assert config.pod_name == "rpp-7d9f-x2"
+    assert config.runpod_max_answer_mb == 64
 
 
 BAD_VALUES = pytest.mark.parametrize(
@@ -74,6 +76,8 @@ BAD_VALUES = pytest.mark.parametrize(
         pytest.param("RUNPOD_API_URL", "https://api.runpod.io/v2", "base URL", id="api-url-v2"),
         pytest.param("RUNPOD_PROXY_URL", "127.0.0.1:9000", "not an http(s) URL", id="proxy"),
         pytest.param("RUNPOD_PROXY_URL", "http://{pod}.x", "URL pattern", id="proxy-pattern"),
+        pytest.param("RUNPOD_MAX_ANSWER_MB", "0", "from 1 to 1024", id="answer-limit-zero"),
+        pytest.param("RUNPOD_MAX_ANSWER_MB", "16MB", "whole number of MiB", id="answer-unit"),
     ],
 )
 

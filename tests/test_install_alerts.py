@@ -77,7 +77,7 @@ def test_metric_names_are_what_prometheus_client_exports() -> None:
     }
     assert exported == m.queryable_names()
     names = [spec.name for spec in m.SPECS]
-    assert len(set(names)) == len(names) == 10
+    assert len(set(names)) == len(names) == 11
 
 
 def test_the_controllers_registries_register_exactly_the_listed_metrics() -> None:

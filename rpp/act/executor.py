@@ -73,6 +73,10 @@ def action_event(done: EffectResult) -> RecordEvent | None:
     return RecordEvent(type="Warning", reason=reasons[1], message=text, pod_id=None)
 
 
+class _NotRead(Exception):
+    """A pod re-read right before a terminate or an update came back with odd fields."""
+
+
 class Executor:
     """Carries out effects for any pool; one per controller process."""
 
@@ -154,7 +158,7 @@ class Executor:
                     )
                 case _:
                     assert_never(effect)
-        except (answers.RunPodError, KubeError) as err:
+        except (answers.RunPodError, KubeError, _NotRead) as err:
             return EffectResult(effect, Result.FAILED, str(err))
 
     async def _write_slots(self, spec: RunPodPoolSpec, effect: WriteSlots) -> EffectResult:
@@ -172,6 +176,12 @@ class Executor:
     async def _owned_pod(self, spec: RunPodPoolSpec, pod_id: str, name: str) -> RunPodPod | str:
         """The pod re-read from RunPod, or why the pool must not touch it."""
         pod = await self.runpod.get_pod(pod_id)
+        if pod.unreadable is not None:
+            # Env, name or status may be the odd field: nothing is sent on a guess.
+            raise _NotRead(
+                f"RunPod's answer for pod {pod_id} does not read ({pod.unreadable}); "
+                "it is not touched until it does"
+            )
         if not owns(spec, pod) or pod.name != name:
             return (
                 f"refused: RunPod says pod {pod_id} is named {pod.name!r}, not {name!r} "

@@ -57,7 +57,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "run",
         description="Run the controller. Configuration comes from the environment: "
         "RUNPOD_API_KEY (required), NAMESPACE, CRD_GROUP, PROMETHEUS_URL, RECONCILE_INTERVAL, "
-        "LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, RUNPOD_PROXY_URL.",
+        "LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, RUNPOD_PROXY_URL, "
+        "RUNPOD_MAX_ANSWER_MB.",
     )
     parser.add_argument(
         "--kubeconfig", help="kubeconfig to use outside a pod (default: KUBECONFIG)"
@@ -163,6 +164,7 @@ class ControllerProcess:
             base_url=config.runpod_api_url,
             transport=runpod_transport,
             registry=self.registry,
+            max_answer_bytes=config.runpod_max_answer_mb << 20,
         )
         self.probe_transport = make_transport()
         self.prom_http = httpx.AsyncClient()

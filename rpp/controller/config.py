@@ -22,6 +22,7 @@ PROMETHEUS_URL are cut from every message.
 | RUNPOD_API_URL | https://api.runpod.io | REST under /v2, GraphQL at /graphql |
 | RUNPOD_PROXY_URL | each pod's proxy host | where probes and nginx slots send pod traffic |
 | POD_NAME | the host name | this replica's name in the leader Lease |
+| RUNPOD_MAX_ANSWER_MB | 16 | the largest RunPod answer read (MiB); bigger ones are refused |
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ DEFAULT_LISTEN = "0.0.0.0:8080"
 DEFAULT_INTERVAL_S = 30.0
 MIN_INTERVAL_S = 1.0
 MAX_INTERVAL_S = 3600.0
+DEFAULT_MAX_ANSWER_MB = 16
+MAX_ANSWER_MB = 1024
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LogFormat = Literal["text", "json"]
 
@@ -71,6 +74,7 @@ class Config:
     proxy_pattern: str = "https://{pod_id}-{port}.proxy.runpod.net"
     """RUNPOD_PROXY_URL as the prober's and the slots' URL pattern."""
     pod_name: str | None = None
+    runpod_max_answer_mb: int = DEFAULT_MAX_ANSWER_MB
 
     @property
     def prometheus_display(self) -> str:
@@ -101,6 +105,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         runpod_api_url=_api_url(get("RUNPOD_API_URL") or DEFAULT_API_URL),
         proxy_pattern=_proxy(get("RUNPOD_PROXY_URL")),
         pod_name=get("POD_NAME") or get("HOSTNAME"),
+        runpod_max_answer_mb=_answer_limit(get("RUNPOD_MAX_ANSWER_MB")),
     )
 
 
@@ -175,6 +180,18 @@ def _interval(value: str | None) -> float:
             f"{MAX_INTERVAL_S:g} seconds (default {DEFAULT_INTERVAL_S:g})"
         )
     return seconds
+
+
+def _answer_limit(value: str | None) -> int:
+    if value is None:
+        return DEFAULT_MAX_ANSWER_MB
+    if not value.isdigit() or not 1 <= int(value) <= MAX_ANSWER_MB:
+        raise ConfigError(
+            f"RUNPOD_MAX_ANSWER_MB: {value!r} is not a whole number of MiB from 1 to "
+            f"{MAX_ANSWER_MB}; unset it for the default {DEFAULT_MAX_ANSWER_MB} (raise it only "
+            "if RunPod's pod listing of this account is bigger)"
+        )
+    return int(value)
 
 
 def _listen(value: str) -> tuple[str, int]:

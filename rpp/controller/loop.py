@@ -42,17 +42,28 @@ log = layer_logger("rpp.controller")
 
 
 async def read_shared(runpod: RunPodClient) -> Shared:
-    """One pod listing and one notice query for every pool; failures become data."""
+    """One pod listing and one notice query for every pool; failures become data.
+
+    Whatever RunPod answers, every pool gets a loop: an answer that cannot be read at
+    all is "RunPod unavailable" for each (NotActing, written in its status), never an
+    exception that ends the loop before any pool's status is written.
+    """
     try:
         pods: tuple[Any, ...] | None = tuple(await runpod.list_pods())
         error = None
     except answers.RunPodError as err:
         pods, error = None, str(err)
+    except Exception as err:  # a bug reading the answer: every pool still reports it
+        log.exception("reading RunPod's pod listing failed")
+        pods, error = None, f"the pod listing could not be read ({type(err).__name__})"
     try:
         notices: Mapping[str, Any] | None = await runpod.host_notices()
         notices_error = None
     except answers.RunPodError as err:
         notices, notices_error = None, str(err)
+    except Exception as err:
+        log.exception("reading RunPod's machine notices failed")
+        notices, notices_error = None, f"the notices could not be read ({type(err).__name__})"
     return Shared(pods=pods, runpod_error=error, notices=notices, notices_error=notices_error)
 
 

@@ -27,6 +27,7 @@ class Cond(StrEnum):
     PROMETHEUS_UNAVAILABLE = "PrometheusUnavailable"
     UPDATE_FAILED = "UpdateFailed"
     AUTOSCALING_METRIC_UNAVAILABLE = "AutoscalingMetricUnavailable"
+    UNREADABLE_PODS = "UnreadablePods"
 
 
 # Every condition is a problem when True, so a change to True is a Warning Event.

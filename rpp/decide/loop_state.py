@@ -64,6 +64,7 @@ class LoopState:
     proxy_url: str
     settings: MemberSettings
     owned: tuple[RunPodPod, ...] = ()
+    held: frozenset[str] = frozenset()  # owned pods RunPod's answer did not read
     effects: list[Effect] = field(default_factory=list)
     log: list[Note] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from rpp.model.observations import PodStatus, RunPodPod
 from rpp.model.spec import RunPodPoolSpec
@@ -35,11 +35,22 @@ def owns(spec: RunPodPoolSpec, pod: RunPodPod) -> bool:
     return pod.id in spec.adopt or owns_name(spec, pod.name)
 
 
-def owned_pods(spec: RunPodPoolSpec, pods: Iterable[RunPodPod]) -> tuple[RunPodPod, ...]:
-    """The pool's pods from the loop's listing, terminated ones left out, by id."""
+def owned_pods(
+    spec: RunPodPoolSpec, pods: Iterable[RunPodPod], *, members: Collection[str] = ()
+) -> tuple[RunPodPod, ...]:
+    """The pool's pods from the loop's listing, terminated ones left out, by id.
+
+    A pod whose fields RunPod's answer did not read (`unreadable`) may have lost its
+    name in that answer; it stays the pool's when its id is one of `members`, so an odd
+    answer never makes a member look gone.
+    """
+
+    def mine(pod: RunPodPod) -> bool:
+        return owns(spec, pod) or (pod.unreadable is not None and pod.id in members)
+
     return tuple(
         sorted(
-            (p for p in pods if owns(spec, p) and p.status is not PodStatus.TERMINATED),
+            (p for p in pods if mine(p) and p.status is not PodStatus.TERMINATED),
             key=lambda p: p.id,
         )
     )

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from rpp.decide import capacity, judgement, steps, surge_first
+from rpp.decide import capacity, judgement, steps, surge_first, unreadable
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
@@ -83,7 +83,12 @@ def decide(
             "judges and changes nothing until it can",
         )
         return _finish(loop, generation=generation, desired=status.desired)
-    loop.owned = owned_pods(spec, obs.pods)
+    known = {m.pod_id for m in status.members}
+    loop.owned = unreadable.with_known_facts(
+        owned_pods(spec, obs.pods, members=known), status=status, spec=spec
+    )
+    loop.held = unreadable.held(loop.owned)
+    unreadable.report(conds, loop.owned)
     blockers, wired_now = _blockers(loop)
     for found in find_new_members(status=conds.status, owned=loop.owned, wired=wired_now, now=now):
         conds.status = conds.status.with_member(found.record).with_history(
@@ -187,6 +192,13 @@ def _drive_members(
     planned: list[MemberRecord] = []
     real: list[MemberRecord] = []
     for m in members:
+        if m.pod_id in loop.held:
+            # RunPod's answer about this pod did not read: keep the record, move nothing.
+            kept = refresh(m, loop.plain(m.pod_id, probe=True), loop.now)
+            current[m.pod_id] = kept
+            planned.append(kept)
+            real.append(kept)
+            continue
         verdict = health.members.get(m.pod_id)
         used = {x.slot for x in current.values() if x.slot is not None}
         others_wired = any(x.slot is not None for pid, x in current.items() if pid != m.pod_id)

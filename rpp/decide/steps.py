@@ -116,6 +116,9 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
     victim = capacity.scale_down_victim(planned, desired=desired)
     if victim is None:
         return False
+    if victim.pod_id in loop.held:
+        loop.note(f"scale-down waits: RunPod's answer for pod {victim.pod_id} does not read")
+        return False
     signals = loop.plain(victim.pod_id)
     if victim.phase == Phase.WARMING:
         step = member_step.retire(victim, signals=signals, now=loop.now)
@@ -142,7 +145,9 @@ def roll(
     )
     if step.waiting:
         loop.note(f"image roll waits: {step.waiting}")
-    if step.drain is not None:
+    if step.drain is not None and step.drain.pod_id in loop.held:
+        loop.note(f"image roll waits: RunPod's answer for pod {step.drain.pod_id} does not read")
+    elif step.drain is not None:
         victim = step.drain
         signals = loop.plain(victim.pod_id)
         drained = member_step.drain(

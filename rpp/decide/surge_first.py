@@ -58,7 +58,7 @@ def link_created(
 def drain_replaced(loop: LoopState, planned: list[MemberRecord]) -> None:
     """A flagged member whose replacement is Ready and wired drains (moment 3)."""
     for i, m in enumerate(planned):
-        if m.phase != Phase.FLAGGED:
+        if m.phase != Phase.FLAGGED or m.pod_id in loop.held:
             continue
         repl = next((r for r in planned if r.replacement_for == m.pod_id), None)
         if repl is None or repl.phase != Phase.READY or repl.slot is None:

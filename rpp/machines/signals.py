@@ -10,8 +10,9 @@ only reads their verdict. Its guards read only these signals, the member record 
 `refresh` is the bookkeeping that turns this loop's facts into the record's memory
 before the machine decides anything: the probe pass streak, the health rules' breach
 starts, the loops in a row RunPod did not list the pod, and the fields RunPod
-reports (image, cost, datacenter). Each call is one loop: the driver
-(rpp/machines/member_step.py `observe`) calls it once before the machine runs.
+reports (image, cost, datacenter), unless RunPod's answer for the pod did not read.
+Each call is one loop: the driver (rpp/machines/member_step.py `observe`) calls it
+once before the machine runs.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def refresh(record: MemberRecord, signals: MemberSignals, now: dt.datetime) -> M
     pod = signals.pod
     if pod is None:
         changes["missing_loops"] = record.missing_loops + 1
+    elif pod.unreadable is not None:
+        changes["missing_loops"] = 0  # listed, but what RunPod said of it does not read
     else:
         changes["missing_loops"] = 0
         changes["image"] = pod.image or record.image

@@ -35,6 +35,7 @@ COST_PER_HOUR = "runpod_pool_cost_per_hour"
 CONDITION = "runpod_pool_condition"
 ACTIONS_TOTAL = "runpod_pool_actions_total"
 RUNPOD_API_CALLS_TOTAL = "runpod_pool_runpod_api_calls_total"
+RUNPOD_UNREADABLE_PODS = "runpod_pool_runpod_unreadable_pods"
 RECONCILE_SECONDS = "runpod_pool_reconcile_seconds"
 LEADER = "runpod_pool_leader"
 
@@ -88,6 +89,13 @@ SPECS: tuple[MetricSpec, ...] = (
         "counter",
         (OPERATION, OUTCOME),
         "RunPod API calls by operation (OpenAPI operationId) and outcome.",
+    ),
+    MetricSpec(
+        RUNPOD_UNREADABLE_PODS,
+        "gauge",
+        (),
+        "Pods in RunPod's last listing with fields the controller could not read: no pool "
+        "acts on what they say; the pool owning one names it in UnreadablePods.",
     ),
     MetricSpec(
         RECONCILE_SECONDS, "histogram", (POOL,), "Time one reconcile of one pool took, seconds."

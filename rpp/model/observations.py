@@ -25,6 +25,9 @@ class PodStatus(StrEnum):
     EXITED = "EXITED"
     ERROR = "ERROR"
     TERMINATED = "TERMINATED"
+    UNKNOWN = "UNKNOWN"
+    """Not RunPod's: a status value this controller does not know (or none at all);
+    `RunPodPod.unreadable` says what RunPod sent."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class RunPodPod:
     created_at: dt.datetime | None
     template_id: str | None = None
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    unreadable: str | None = None
+    """What in RunPod's answer for this pod did not fit (field and value, cut short);
+    None when every field read. The odd fields hold safe defaults, so the pool that
+    owns such a pod keeps its record's facts and acts on nothing RunPod said of it."""
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,19 @@ from rpp.sim.cloud import WRITE_OPERATIONS, CloudError, FakeCloud
 from rpp.sim.cloud_requests import check_action, check_create, check_update
 from rpp.sim.faults import (
     CreatedButFailed,
+    EchoingRefusal,
+    ExtraPods,
     Fault,
     MalformedJson,
+    OddFields,
     RateLimited,
+    RawAnswer,
     Refuse,
     ServerError,
     Slow,
     Timeout,
 )
+from rpp.sim.odd_answers import echo_detail, reshape, send_raw
 
 Answer = tuple[int, Any]  # (status, JSON body or None for an empty answer)
 Handler = Callable[[FakeCloud, io.Request, Mapping[str, str]], Answer]
@@ -243,6 +248,11 @@ class CloudApi:
             )
             return
         fault = cloud.faults.take(operation)
+        if isinstance(fault, EchoingRefusal):
+            await io.send_problem(
+                send, fault.status, title=fault.title, detail=echo_detail(request), headers=headers
+            )
+            return
         replaced = fault is not None and not fault.takes_effect
         if replaced and fault and await self._fault_instead(fault, receive, send, headers):
             return
@@ -260,7 +270,9 @@ class CloudApi:
                 headers=headers,
             )
             return
-        if fault is not None and fault.takes_effect:
+        if isinstance(fault, OddFields | ExtraPods):
+            payload = reshape(operation, payload, fault)
+        elif fault is not None and fault.takes_effect:
             await self._fault_after(fault, receive, send, headers)
             return
         if payload is None:
@@ -295,6 +307,8 @@ class CloudApi:
                     ("ratelimit", f'"minute";r=0;t={fault.retry_after}'),
                 ],
             )
+        elif isinstance(fault, RawAnswer):
+            await send_raw(send, fault, headers)
         elif isinstance(fault, MalformedJson):
             await io.send_bytes(
                 send, fault.status, b'{"pods": [{"id": "', content_type="application/json"

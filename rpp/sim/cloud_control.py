@@ -6,6 +6,7 @@ rehearsing a pool) change its world through these endpoints instead. They are no
 part of RunPod's API, need no key, and the fake only listens on 127.0.0.1 by default.
 
     POST   /_fake/faults                 {"operation", "fault": {"kind", ...}, "times"?, "always"?}
+                                         (kinds: rpp/sim/faults.py, hostile answers included)
     DELETE /_fake/faults[?operation=...]
     POST   /_fake/stock                  {"datacenter", "gpuType", "cloud"?, "count", "costPerHr"?}
     POST   /_fake/balance                {"balance": number or null}

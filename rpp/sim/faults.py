@@ -8,6 +8,15 @@ RunPod operation. A test (or a simulator scenario, or `POST /_fake/faults` on a 
     cloud.faults.next("listPods", RateLimited(retry_after=2), times=3)
     cloud.faults.always("hostNotices", Timeout())        # until cleared
     cloud.faults.next("createPod", CreatedButFailed())   # the pod IS made, then 500
+    cloud.faults.next("listPods", OddFields(set={"gpu.count": "two"}))
+    cloud.faults.next("updatePod", EchoingRefusal())     # RunPod quotes the env back
+
+Hostile answers (issue 15) are faults too: `RawAnswer` sends any bytes (a body that is
+not JSON, `{"errors": 5}`, a 50 MB listing, a 100,000-deep nesting, a 5 MB detail),
+`OddFields` changes fields of the pods in an otherwise normal answer (`gpu.count`
+null, an unknown `status`, a maintenance time of "inf"), `ExtraPods` lists raw pod
+objects nobody created (a foreign pod with odd fields), and `EchoingRefusal` refuses
+quoting the request back, env included. rpp/sim/odd_answers.py renders them.
 
 Operations are the OpenAPI operationIds (plus `hostNotices` for the GraphQL query);
 `"*"` matches any operation. Queued faults are used before `always` ones, and an
@@ -20,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 OPERATIONS = (
@@ -135,6 +144,117 @@ class Refuse(Fault):
     title: str | None = None
 
 
+# A scripted raw answer is streamed, but a typo must not make the fake send terabytes.
+RAW_ANSWER_LIMIT = 1 << 30
+
+
+@dataclass(frozen=True)
+class RawAnswer(Fault):
+    """Answer exactly these bytes, without acting: `prefix + separator.join([body] *
+    repeat) + suffix`, streamed.
+
+    A few fields script any hostile answer: a body of `{"errors": 5}`; a listing of
+    50 MB (`prefix` `{"pods": [`, one pod object as `body`, `separator` `,`, `repeat`
+    30000, `suffix` `]}`); a nesting 100,000 deep (`body` `[`, `repeat` 100000); a
+    problem whose detail is 5 MB. With `length` false the answer is sent chunked,
+    without a Content-Length, so the client has to stop reading by itself.
+    """
+
+    kind: ClassVar[str] = "RawAnswer"
+    status: int = 200
+    body: str = ""
+    repeat: int = 1
+    separator: str = ""
+    prefix: str = ""
+    suffix: str = ""
+    content_type: str = "application/json"
+    length: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.length, bool):
+            raise FaultError("RawAnswer.length must be true or false")
+        for name in ("body", "separator", "prefix", "suffix", "content_type"):
+            if not isinstance(getattr(self, name), str):
+                raise FaultError(f"RawAnswer.{name} must be a string")
+        for name in ("status", "repeat"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise FaultError(f"RawAnswer.{name} must be a whole number")
+        if not 100 <= self.status <= 599:
+            raise FaultError(f"RawAnswer.status {self.status} is not an HTTP status")
+        if self.repeat < 0:
+            raise FaultError("RawAnswer.repeat must not be negative")
+        if self.size > RAW_ANSWER_LIMIT:
+            raise FaultError(f"RawAnswer would send {self.size} bytes; keep it to 1 GiB")
+
+    @property
+    def size(self) -> int:
+        """The length of the answer, in characters (bytes for ASCII)."""
+        joins = len(self.separator) * max(self.repeat - 1, 0)
+        return len(self.prefix) + len(self.body) * self.repeat + joins + len(self.suffix)
+
+
+@dataclass(frozen=True)
+class OddFields(Fault):
+    """Carry the operation out, then answer with fields of its pods changed.
+
+    `set` maps a dotted path inside one pod object (`gpu.count`, `status`, and for the
+    GraphQL notice query `machine.maintenanceStart`) to the value sent instead; `unset`
+    lists paths to leave out; `pods` limits the change to these pod ids (default:
+    every pod in the answer). What RunPod sends when its answer drifts from its
+    contract, for one pod or for all.
+    """
+
+    kind: ClassVar[str] = "OddFields"
+    set: Mapping[str, Any] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    pods: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.set, Mapping) or not all(isinstance(k, str) for k in self.set):
+            raise FaultError("OddFields.set must map dotted paths to values")
+        for name in ("unset", "pods"):
+            value = getattr(self, name)
+            if value is None and name == "pods":
+                continue
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise FaultError(f"OddFields.{name} must be a list of strings")
+            object.__setattr__(self, name, tuple(value))
+
+    @property
+    def takes_effect(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class ExtraPods(Fault):
+    """List these raw pod objects too (listPods, and the notice query's pods): pods
+    the account has that no pool made, with whatever fields they carry."""
+
+    kind: ClassVar[str] = "ExtraPods"
+    pods: tuple[Any, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pods, list | tuple):
+            raise FaultError("ExtraPods.pods must be a list of pod objects")
+        object.__setattr__(self, "pods", tuple(self.pods))
+
+    @property
+    def takes_effect(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
+class EchoingRefusal(Fault):
+    """Refuse without acting, quoting the request body back in the detail, as
+    validation errors do: whatever the controller sent (env, secrets and all) comes
+    back in an error text the controller must not repeat."""
+
+    kind: ClassVar[str] = "EchoingRefusal"
+    status: int = 400
+    title: str = "Bad Request"
+
+
 def NoCapacity() -> Refuse:
     """RunPod's 400 for a create it cannot place, with RunPod's wording."""
     return Refuse(status=400, detail=NO_CAPACITY_DETAIL, title="Bad Request")
@@ -142,7 +262,19 @@ def NoCapacity() -> Refuse:
 
 _KINDS: dict[str, type[Fault]] = {
     cls.kind: cls
-    for cls in (ServerError, CreatedButFailed, RateLimited, Timeout, Slow, MalformedJson, Refuse)
+    for cls in (
+        ServerError,
+        CreatedButFailed,
+        RateLimited,
+        Timeout,
+        Slow,
+        MalformedJson,
+        Refuse,
+        RawAnswer,
+        OddFields,
+        ExtraPods,
+        EchoingRefusal,
+    )
 }
 
 

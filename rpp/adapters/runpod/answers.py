@@ -9,8 +9,9 @@ executor decide on outcomes, never on message text.
 RunPod has one ambiguity the spec admits: a 400 on create means either "this request
 breaks a rule" or "no capacity for this GPU type and datacenter", and only the human
 `detail` tells them apart. `NoCapacity` is therefore a 400 whose detail speaks of
-instances or capacity; every other 400 is `Rejected`. RunPod's `detail` is kept verbatim
-on every error so the pool can show the user RunPod's own words.
+instances or capacity; every other 400 is `Rejected`. RunPod's `detail` is kept on
+every error so the pool can show the user RunPod's own words, cut to DETAIL_SHOWN
+characters with its size given (a 5 MB detail once became eleven 5 MB log lines).
 
 SECRETS: nothing in here ever sees the API key. Error texts are built from the
 operation, the status and RunPod's body; the client scrubs the key from that body
@@ -23,6 +24,12 @@ import json
 import re
 from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
+
+from rpp.adapters.runpod.reading import clip
+
+DETAIL_SHOWN = 500  # characters of RunPod's detail kept in an error text
+ERRORS_SHOWN = 5  # entries of RunPod's `errors` list kept, each cut to 200 characters
 
 
 class CallOutcome(StrEnum):
@@ -91,21 +98,39 @@ class Problem:
 
     @classmethod
     def parse(cls, status: int, body: bytes) -> Problem:
-        """Read `{title, status, detail, errors?}`; a CDN's HTML page becomes its first line."""
+        """Read `{title, status, detail, errors?}`; a CDN's HTML page becomes its first line.
+
+        Every text is cut short with its size given, whatever its type in the body.
+        """
         try:
             data = json.loads(body) if body else None
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         if isinstance(data, Mapping):
             errors = data.get("errors")
+            listed = errors if isinstance(errors, list) else []
+            shown = tuple(clip(_text(e), 200) for e in listed[:ERRORS_SHOWN])
+            if len(listed) > ERRORS_SHOWN:
+                shown += (f"and {len(listed) - ERRORS_SHOWN} more",)
             return cls(
-                title=str(data.get("title") or f"HTTP {status}"),
-                detail=str(data.get("detail") or ""),
-                errors=tuple(str(e) for e in errors) if isinstance(errors, list) else (),
+                title=clip(_text(data.get("title")), 200) or f"HTTP {status}",
+                detail=clip(_text(data.get("detail")), DETAIL_SHOWN),
+                errors=shown,
             )
-        text = body.decode("utf-8", "replace").strip().splitlines()
-        first = text[0][:200] if text else ""
+        text = body[:4096].decode("utf-8", "replace").strip().splitlines()
+        first = clip(text[0], 200) if text else ""
         return cls(title=f"HTTP {status}", detail=first)
+
+
+def _text(value: Any) -> str:
+    """A problem field as text: a string as it is, anything else described, never dumped."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping | list):
+        return f"({type(value).__name__} of {len(value)})"
+    return clip(repr(value), 60)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -295,10 +320,18 @@ _ERROR_TYPES: dict[CallOutcome, type[RunPodError]] = {
 
 
 def error_for_response(
-    *, operation: str, status: int, body: bytes, headers: Mapping[str, str]
+    *,
+    operation: str,
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str],
+    note: str | None = None,
 ) -> RunPodError:
-    """The typed error for a non-2xx answer, with RunPod's title and detail kept."""
+    """The typed error for a non-2xx answer, with RunPod's title and detail kept (cut
+    short). `note` stands in for a body the client did not read (too large)."""
     problem = Problem.parse(status, body)
+    if note is not None:
+        problem.detail = note
     outcome = classify_status(status, problem.detail)
     retry_after = parse_retry_after(headers.get("retry-after")) if status == 429 else None
     return _ERROR_TYPES[outcome](

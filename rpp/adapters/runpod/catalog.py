@@ -8,6 +8,11 @@ datacenters that offer it in that cloud, each with a level) and
 offers). Placement uses the first: one call answers every (GPU type, datacenter) pair
 for the pool's cloud. Stock can vanish between the read and the create, so a level is
 a reason to skip or try a candidate, never a reservation.
+
+Entries are read defensively: one GPU type or datacenter entry that does not fit is
+left out (the others still place pods), a level this controller does not know reads as
+LOW (worth a try: RunPod answers a create it cannot place), and only an answer without
+its array fails the call.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from rpp.adapters.runpod.wire import WireError
+from rpp.adapters.runpod.reading import WireError, is_number
 
 
 class Availability(StrEnum):
@@ -33,11 +38,24 @@ class Availability(StrEnum):
         return self is not Availability.NONE
 
 
-def _level(value: Any, where: str) -> Availability:
+def _level(value: Any) -> Availability:
+    if value is None or not isinstance(value, str):
+        return Availability.NONE
     try:
         return Availability(value)
     except ValueError:
-        raise WireError(f"{where} {value!r} is not an availability level") from None
+        return Availability.LOW  # a level added since: worth a try, RunPod refuses if not
+
+
+def _entries(items: Any) -> list[Mapping[str, Any]]:
+    """The objects of a JSON list that carry a string id; anything else is left out."""
+    if not isinstance(items, list):
+        return []
+    return [
+        item
+        for item in items
+        if isinstance(item, Mapping) and isinstance(item.get("id"), str) and item["id"]
+    ]
 
 
 @dataclass(frozen=True)
@@ -75,29 +93,18 @@ def gpu_catalog_from_json(obj: Any, *, cloud: str) -> GpuCatalog:
     if not isinstance(obj, Mapping) or not isinstance(obj.get("gpus"), list):
         raise WireError("GPU catalog has no 'gpus' array")
     gpus: dict[str, GpuTypeOffer] = {}
-    for i, item in enumerate(obj["gpus"]):
-        where = f"gpus[{i}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-            raise WireError(f"{where} has no id")
+    for item in _entries(obj["gpus"]):
         price = item.get("price")
         price_value = price.get(cloud.lower()) if isinstance(price, Mapping) else None
-        datacenters: dict[str, Availability] = {}
-        for j, dc in enumerate(item.get("dataCenters") or []):
-            if not isinstance(dc, Mapping) or not isinstance(dc.get("id"), str):
-                raise WireError(f"{where}.dataCenters[{j}] has no id")
-            datacenters[dc["id"]] = _level(
-                dc.get("availability"), f"{where}.dataCenters[{j}].availability"
-            )
-        overall = item.get("availability")
+        datacenters = {
+            dc["id"]: _level(dc.get("availability")) for dc in _entries(item.get("dataCenters"))
+        }
+        name = item.get("name")
         gpus[item["id"]] = GpuTypeOffer(
             gpu_type=item["id"],
-            name=str(item.get("name") or item["id"]),
-            price_per_hr=float(price_value) if isinstance(price_value, int | float) else None,
-            availability=(
-                _level(overall, f"{where}.availability")
-                if overall is not None
-                else Availability.NONE
-            ),
+            name=name if isinstance(name, str) and name else item["id"],
+            price_per_hr=float(price_value) if is_number(price_value) else None,
+            availability=_level(item.get("availability")),
             datacenters=datacenters,
         )
     return GpuCatalog(cloud=cloud, gpus=gpus)
@@ -118,22 +125,17 @@ def datacenters_from_json(obj: Any) -> list[DataCenterInfo]:
     if not isinstance(obj, Mapping) or not isinstance(obj.get("dataCenters"), list):
         raise WireError("datacenter catalog has no 'dataCenters' array")
     result: list[DataCenterInfo] = []
-    for i, item in enumerate(obj["dataCenters"]):
-        where = f"dataCenters[{i}]"
-        if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-            raise WireError(f"{where} has no id")
-        levels: dict[str, Availability] = {}
-        for j, gpu in enumerate(item.get("gpuAvailability") or []):
-            if not isinstance(gpu, Mapping) or not isinstance(gpu.get("id"), str):
-                raise WireError(f"{where}.gpuAvailability[{j}] has no id")
-            levels[gpu["id"]] = _level(
-                gpu.get("availability"), f"{where}.gpuAvailability[{j}].availability"
-            )
+    for item in _entries(obj["dataCenters"]):
+        levels = {
+            gpu["id"]: _level(gpu.get("availability"))
+            for gpu in _entries(item.get("gpuAvailability"))
+        }
+        name, region = item.get("name"), item.get("region")
         result.append(
             DataCenterInfo(
                 id=item["id"],
-                name=str(item.get("name") or item["id"]),
-                region=str(item.get("region") or "UNKNOWN"),
+                name=name if isinstance(name, str) and name else item["id"],
+                region=region if isinstance(region, str) and region else "UNKNOWN",
                 gpu_availability=levels,
             )
         )

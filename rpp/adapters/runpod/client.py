@@ -17,6 +17,18 @@ reset the same way. A create is NEVER retried blindly: RunPod can answer 5xx or 
 out after making the pod, so those end in `Unknown` and the next list finds the pod by
 its unique name. Only a 429 or a connection that was never opened is safe to resend.
 
+SIZE: an answer is read as a stream and never past `max_answer_bytes` (16 MiB by
+default, RUNPOD_MAX_ANSWER_MB): a bigger one is refused unread, as BadResponse (for a
+create, Unknown), so a hostile or broken RunPod cannot take the controller's memory.
+RunPod's error details are cut to a few hundred characters, with their size given,
+before they become error texts, log lines or status messages.
+
+HOSTILE FIELDS: answers are read field by field (rpp/adapters/runpod/reading.py): a pod
+with odd fields is kept, marked `unreadable`, and only an answer that is not RunPod's
+shape at all fails the call. `runpod_pool_runpod_unreadable_pods` counts the odd pods
+of the last listing. A parser that still raises (a bug) ends the call as BadResponse,
+never as an exception the loop does not expect.
+
 SECRETS: the key travels only in the Authorization header of the httpx client. It is
 never in a URL, a log line, an exception text or a metric, and RunPod's error bodies
 are scrubbed of it before they become error texts. Pod env (which carries secrets)
@@ -27,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -47,6 +60,7 @@ from rpp.adapters.runpod.catalog import (
     gpu_catalog_from_json,
 )
 from rpp.adapters.runpod.notices import NOTICES_QUERY, notices_from_graphql
+from rpp.adapters.runpod.reading import WireError
 from rpp.adapters.runpod.retrying import (
     BackoffHonouringRetryAfter,
     StopAtDeadline,
@@ -56,7 +70,6 @@ from rpp.adapters.runpod.retrying import (
 )
 from rpp.adapters.runpod.wire import (
     PodRequest,
-    WireError,
     pod_from_json,
     pods_from_list,
     update_body,
@@ -66,17 +79,52 @@ from rpp.model.observations import HostNotice, RunPodPod
 log = layer_logger("rpp.adapters.runpod")
 
 DEFAULT_BASE_URL = "https://api.runpod.io"
+DEFAULT_MAX_ANSWER_BYTES = 16 << 20
 USER_AGENT = f"runpod-pool-controller/{__version__} (python-httpx/{httpx.__version__})"
 
 T = TypeVar("T")
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(body: bytes | bytearray) -> Any:
     try:
-        return json.loads(response.content)
+        return json.loads(body)
     except ValueError as exc:
         # Never quote the body: pod JSON carries env, and env carries secrets.
         raise WireError(f"answer is not JSON (error at char {getattr(exc, 'pos', '?')})") from None
+    except RecursionError:
+        raise WireError("answer nests deeper than a JSON reader follows") from None
+
+
+class _TooLarge(Exception):
+    """An answer longer than the client reads; `size` is what it declared, if it did."""
+
+    def __init__(self, size: int | None) -> None:
+        self.size = size
+
+
+async def _read_bounded(response: httpx.Response, limit: int) -> bytearray:
+    """The whole body, unless it is over `limit` bytes: then `_TooLarge`, unread."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _TooLarge(int(declared))
+    body = bytearray()
+    async for chunk in response.aiter_bytes():  # decoded: a gzip bomb counts as unpacked
+        body += chunk
+        if len(body) > limit:
+            raise _TooLarge(None)
+    return body
+
+
+def _too_large(error: _TooLarge, limit: int) -> str:
+    if error.size is not None:
+        return (
+            f"RunPod's answer is {error.size:,} bytes, more than the {limit:,} this controller "
+            "reads (RUNPOD_MAX_ANSWER_MB); not read"
+        )
+    return (
+        f"RunPod's answer runs past the {limit:,} bytes this controller reads "
+        "(RUNPOD_MAX_ANSWER_MB); the rest was not read"
+    )
 
 
 class RunPodClient:
@@ -94,6 +142,7 @@ class RunPodClient:
         backoff_initial: float = 0.5,
         backoff_max: float = 8.0,
         registry: CollectorRegistry | None = None,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
         if not api_key or not api_key.strip():
             raise ValueError("the RunPod API key is empty; pass the key from the pool's Secret")
@@ -101,6 +150,10 @@ class RunPodClient:
             raise ValueError(f"RunPod base URL {base_url!r} must start with https:// or http://")
         if min(connect_timeout, read_timeout, retry_deadline) <= 0:
             raise ValueError("RunPod timeouts and the retry deadline must be positive seconds")
+        if max_answer_bytes < 1024:
+            raise ValueError("RunPod's answer limit must be at least 1 KiB")
+        self._max_answer_bytes = max_answer_bytes
+        self._unreadable_seen = 0  # odd pods of the last listing, to log only changes
         self.base_url = base_url.rstrip("/")
         self._secret = api_key.encode()
         self._attempt_timeout = connect_timeout + read_timeout
@@ -140,13 +193,31 @@ class RunPodClient:
     # ---- operations -------------------------------------------------------------------
 
     async def list_pods(self) -> list[RunPodPod]:
-        """Every pod of the account; the caller filters a pool's by name or spec.adopt."""
-        return await self._call("listPods", "GET", "/v2/pods", lambda r: pods_from_list(_json(r)))
+        """Every pod of the account; the caller filters a pool's by name or spec.adopt.
+
+        Pods with odd fields are in the list, marked `unreadable`; entries without a
+        usable pod id are left out. Both are counted in the unreadable-pods gauge.
+        """
+        listing = await self._call(
+            "listPods", "GET", "/v2/pods", lambda b: pods_from_list(_json(b))
+        )
+        odd = listing.unreadable
+        self._metrics.unreadable_pods(odd)
+        if odd != self._unreadable_seen:
+            level = logging.WARNING if odd else logging.INFO
+            log.log(
+                level,
+                "RunPod lists %d pod(s) with fields this controller cannot read%s",
+                odd,
+                f"; no pool acts on what they say: {listing.describe_odd()}" if odd else "",
+            )
+            self._unreadable_seen = odd
+        return list(listing.pods)
 
     async def get_pod(self, pod_id: str) -> RunPodPod:
         """One pod, re-read right before an update or delete (ownership check)."""
         return await self._call(
-            "getPod", "GET", _pod_path(pod_id), lambda r: pod_from_json(_json(r))
+            "getPod", "GET", _pod_path(pod_id), lambda b: pod_from_json(_json(b))
         )
 
     async def create_pod(
@@ -162,7 +233,7 @@ class RunPodClient:
             "createPod",
             "POST",
             "/v2/pods",
-            lambda r: pod_from_json(_json(r)),
+            lambda b: pod_from_json(_json(b)),
             json_body=body,
             idempotent=False,
         )
@@ -173,14 +244,14 @@ class RunPodClient:
             "updatePod",
             "PATCH",
             _pod_path(pod_id),
-            lambda r: pod_from_json(_json(r)),
+            lambda b: pod_from_json(_json(b)),
             json_body=update_body(image=image, env=env),
         )
 
     async def delete_pod(self, pod_id: str) -> bool:
         """Terminate a pod. True if deleted now, False if it was already gone."""
         try:
-            await self._call("deletePod", "DELETE", _pod_path(pod_id), lambda r: None)
+            await self._call("deletePod", "DELETE", _pod_path(pod_id), lambda b: None)
         except answers.NotFound:
             return False
         return True
@@ -197,7 +268,7 @@ class RunPodClient:
             "listGpuTypes",
             "GET",
             "/v2/catalog/gpus",
-            lambda r: gpu_catalog_from_json(_json(r), cloud=cloud),
+            lambda b: gpu_catalog_from_json(_json(b), cloud=cloud),
             params=params,
         )
 
@@ -207,7 +278,7 @@ class RunPodClient:
             "listDataCenters",
             "GET",
             "/v2/catalog/datacenters",
-            lambda r: datacenters_from_json(_json(r)),
+            lambda b: datacenters_from_json(_json(b)),
             params={"include": "GPU_AVAILABILITY"},
         )
 
@@ -217,7 +288,7 @@ class RunPodClient:
             "hostNotices",
             "POST",
             "/graphql",
-            lambda r: notices_from_graphql(_json(r)),
+            lambda b: notices_from_graphql(_json(b)),
             json_body={"query": NOTICES_QUERY},
         )
 
@@ -228,7 +299,7 @@ class RunPodClient:
         operation: str,
         method: str,
         path: str,
-        parse: Callable[[httpx.Response], T],
+        parse: Callable[[bytearray], T],
         *,
         params: Mapping[str, str | int] | None = None,
         json_body: Any = None,
@@ -261,7 +332,7 @@ class RunPodClient:
         operation: str,
         method: str,
         path: str,
-        parse: Callable[[httpx.Response], T],
+        parse: Callable[[bytearray], T],
         *,
         params: Mapping[str, str | int] | None,
         json_body: Any,
@@ -280,9 +351,7 @@ class RunPodClient:
         try:
             try:
                 async with asyncio.timeout(limit):
-                    response = await self._http.request(
-                        method, path, params=params, json=json_body
-                    )
+                    status, headers, body = await self._exchange(method, path, params, json_body)
             except TimeoutError:
                 detail = f"no answer within {limit:g}s"
                 raise answers.Timeout(operation=operation, detail=detail) from None
@@ -302,21 +371,22 @@ class RunPodClient:
                     detail=f"{type(exc).__name__}: {self._scrub(str(exc))}",
                     sent=True,
                 ) from None
-            status = response.status_code
-            self._note_rate_limit(response, loop.time())
+            self._note_rate_limit(status, headers, loop.time())
+            if isinstance(body, _TooLarge):
+                detail = _too_large(body, self._max_answer_bytes)
+                if 200 <= status < 300:
+                    raise answers.BadResponse(operation=operation, status=status, detail=detail)
+                raise answers.error_for_response(
+                    operation=operation, status=status, body=b"", headers=headers, note=detail
+                )
             if not 200 <= status < 300:
                 raise answers.error_for_response(
                     operation=operation,
                     status=status,
-                    body=response.content.replace(self._secret, b"[redacted]"),
-                    headers=response.headers,
+                    body=self._scrub_bytes(body),
+                    headers=headers,
                 )
-            try:
-                result = parse(response)
-            except WireError as exc:
-                raise answers.BadResponse(
-                    operation=operation, status=status, detail=self._scrub(str(exc))
-                ) from None
+            result = self._parse(operation, status, parse, body)
         except answers.RunPodError as error:
             if not idempotent and not is_safe_to_resend(error) and may_have_acted(error):
                 error = answers.Unknown(operation=operation, cause=error)
@@ -324,6 +394,40 @@ class RunPodClient:
             raise error from None
         self._record(operation, answers.CallOutcome.OK, status, loop.time() - started, path)
         return result
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str | int] | None,
+        json_body: Any,
+    ) -> tuple[int, httpx.Headers, bytearray | _TooLarge]:
+        """Send one request; read its answer as a stream, never past the answer limit."""
+        request = self._http.build_request(method, path, params=params, json=json_body)
+        response = await self._http.send(request, stream=True)
+        try:
+            body: bytearray | _TooLarge = await _read_bounded(response, self._max_answer_bytes)
+        except _TooLarge as too_large:
+            body = too_large
+        finally:
+            await response.aclose()
+        return response.status_code, response.headers, body
+
+    def _parse(
+        self, operation: str, status: int, parse: Callable[[bytearray], T], body: bytearray
+    ) -> T:
+        try:
+            return parse(body)
+        except WireError as exc:
+            detail = self._scrub(str(exc))
+            raise answers.BadResponse(operation=operation, status=status, detail=detail) from None
+        except Exception as exc:  # a parser bug must end the call, not the loop
+            log.error("RunPod %s: reading the answer failed: %s", operation, type(exc).__name__)
+            raise answers.BadResponse(
+                operation=operation,
+                status=status,
+                detail=f"the answer could not be read ({type(exc).__name__})",
+            ) from None
 
     async def _wait_for_quota(self, operation: str, deadline: float) -> None:
         """Honour RunPod's rate limit before sending: wait, or fail if past the deadline."""
@@ -341,13 +445,11 @@ class RunPodClient:
         log.info("RunPod %s: waiting %.1fs for the rate-limit window to reset", operation, wait)
         await asyncio.sleep(wait)
 
-    def _note_rate_limit(self, response: httpx.Response, now: float) -> None:
+    def _note_rate_limit(self, status: int, headers: httpx.Headers, now: float) -> None:
         resume = 0.0
-        if response.status_code == 429:
-            resume = answers.parse_retry_after(response.headers.get("retry-after")) or 0.0
-        for remaining, reset in answers.parse_rate_limit(
-            response.headers.get("ratelimit")
-        ).values():
+        if status == 429:
+            resume = answers.parse_retry_after(headers.get("retry-after")) or 0.0
+        for remaining, reset in answers.parse_rate_limit(headers.get("ratelimit")).values():
             if remaining <= 0:
                 resume = max(resume, reset)
         if resume > 0:
@@ -386,6 +488,9 @@ class RunPodClient:
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret.decode(), "[redacted]")
+
+    def _scrub_bytes(self, body: bytearray) -> bytes:
+        return bytes(body).replace(self._secret, b"[redacted]")
 
 
 def _pod_path(pod_id: str) -> str:

@@ -8,8 +8,11 @@ is not documented; `machine.note` is the likely one, and any non-empty note or a
 maintenance window counts (see `HostNotice.active`).
 
 Maintenance times come back as ISO strings or epoch numbers (seconds, or milliseconds
-from some endpoints), so both are read. A value that cannot be read is not dropped:
-it is kept in the maintenance note, so the notice stays active and the user sees it.
+from some endpoints), so both are read. A value that cannot be read ("inf", 1e300, an
+object) is not dropped: it is kept, cut short, in the maintenance note, so the notice
+stays active and the user sees it. Every other field is read defensively too: a pod
+entry without an id is skipped, and an `errors` field of any shape still becomes one
+clear failure of the query (issue 15: `errors: 5` once escaped as a TypeError).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rpp.adapters.clock import UTC
-from rpp.adapters.runpod.wire import WireError
+from rpp.adapters.runpod.reading import WireError, clip, show
 from rpp.model.observations import HostNotice
 
 NOTICES_QUERY = (
@@ -45,6 +48,8 @@ def parse_notice_time(value: Any) -> dt.datetime | None:
         try:
             value = float(text)
         except ValueError:
+            if len(text) > 64:
+                raise ValueError("too long for a time") from None
             parsed = dt.datetime.fromisoformat(text)  # ValueError when not ISO 8601
             # A time without an offset is read as UTC: RunPod's servers run in UTC.
             return (parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed).astimezone(
@@ -52,12 +57,20 @@ def parse_notice_time(value: Any) -> dt.datetime | None:
             )
     if isinstance(value, int | float):
         seconds = value / 1000.0 if abs(value) >= _MILLIS_THRESHOLD else float(value)
-        return dt.datetime.fromtimestamp(seconds, UTC)
+        try:
+            return dt.datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):  # inf, nan, 1e300: not a time
+            raise ValueError(f"{value!r} is not a time") from None
     raise ValueError(f"{value!r} is not a time")
 
 
 def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
+    """A note as text, cut short; an odd value is kept as its description."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        return f"unreadable note ({show(value)})"
+    return clip(value, 1024) if value.strip() else None
 
 
 def notice_from_machine(machine: Mapping[str, Any]) -> HostNotice:
@@ -70,7 +83,7 @@ def notice_from_machine(machine: Mapping[str, Any]) -> HostNotice:
             times[key] = parse_notice_time(raw)
         except ValueError:
             times[key] = None
-            unread.append(f"{key} {raw!r}")
+            unread.append(f"{key} {show(raw)}")
     note = _text(machine.get("maintenanceNote"))
     if unread:
         extra = "maintenance window with unreadable " + ", ".join(unread)
@@ -95,17 +108,26 @@ def notices_from_graphql(obj: Any) -> dict[str, HostNotice]:
     myself = data.get("myself") if isinstance(data, Mapping) else None
     pods = myself.get("pods") if isinstance(myself, Mapping) else None
     if not isinstance(pods, list):
-        errors = obj.get("errors")
-        messages = [str(e.get("message")) for e in errors or [] if isinstance(e, Mapping)] or [
-            "no data.myself.pods in the answer"
-        ]
-        raise WireError("GraphQL notice query failed: " + "; ".join(messages))
+        raise WireError("GraphQL notice query failed: " + _error_messages(obj.get("errors")))
     notices: dict[str, HostNotice] = {}
-    for i, pod in enumerate(pods):
-        if not isinstance(pod, Mapping) or not isinstance(pod.get("id"), str):
-            raise WireError(f"data.myself.pods[{i}] has no id")
+    for pod in pods:
+        pod_id = pod.get("id") if isinstance(pod, Mapping) else None
+        if not isinstance(pod_id, str) or not pod_id or len(pod_id) > 64 or pod_id in notices:
+            continue  # no pool can own a pod without an id; the listing says so already
         machine = pod.get("machine")
-        notices[pod["id"]] = (
+        notices[pod_id] = (
             notice_from_machine(machine) if isinstance(machine, Mapping) else HostNotice()
         )
     return notices
+
+
+def _error_messages(errors: Any) -> str:
+    """GraphQL's `errors`, whatever its shape, as one short text."""
+    if errors is None:
+        return "no data.myself.pods in the answer"
+    if not isinstance(errors, list):
+        return f"no data.myself.pods, and errors is {show(errors)}"
+    messages = [
+        clip(str(e.get("message")), 200) if isinstance(e, Mapping) else show(e) for e in errors[:5]
+    ]
+    return "; ".join(messages) or "no data.myself.pods in the answer"

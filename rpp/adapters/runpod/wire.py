@@ -1,82 +1,173 @@
 """RunPod's pod JSON in and out: REST v2 `Pod` -> `RunPodPod`, `PodRequest` -> create body.
 
-The client calls these after a 2xx answer; anything that does not fit the contract
-raises `WireError` with the field that broke it, which the client reports as a
-`BadResponse` (or, for a create, as an `Unknown`: RunPod answered 201, so a pod
-probably exists). Only the fields the pool uses are read, so RunPod adding a field
-never breaks the controller; a missing or mistyped field the pool relies on does.
+The client calls these after a 2xx answer. Every field is read on its own
+(rpp/adapters/runpod/reading.py): a field that does not fit the contract takes a safe
+default and the pod is kept, marked `unreadable` with what was odd, so the pool that
+owns it can judge it unknown and say so, and every other pool ignores it. Only a pod
+without a usable id cannot be kept (no pool could tell it is theirs): a listing skips
+it and says how many it skipped; a single-pod answer without one is a contract break
+(`WireError`, reported by the client as `BadResponse`, or for a create as `Unknown`).
+Only the fields the pool uses are read, so RunPod adding a field never matters.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rpp.adapters.clock import from_rfc3339
+from rpp.adapters.runpod.reading import FieldReader, WireError, clip, show
 from rpp.model.observations import PodStatus, RunPodPod
 
+__all__ = ["PodListing", "PodRequest", "WireError", "pod_from_json", "pods_from_list"]
 
-class WireError(ValueError):
-    """RunPod's JSON does not have the shape the contract promises."""
+# RunPod pod ids are 14 lowercase alphanumerics today; anything id-like up to 64 is
+# kept, so a longer id in the future still reads, and a megabyte "id" does not.
+_POD_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+_MOST_GPUS = 64
+_MOST_COST = 1e6  # USD per hour; more is not a price, and NaN would pass every cap
 
 
-def _require_str(obj: Mapping[str, Any], key: str, where: str) -> str:
-    if key not in obj:
-        raise WireError(f"{where}.{key} is missing")
-    value = obj[key]
-    if not isinstance(value, str):
-        raise WireError(f"{where}.{key} is a {type(value).__name__}, expected a string")
-    return value
+def _pod_id(obj: Any, where: str) -> str:
+    if not isinstance(obj, Mapping):
+        raise WireError(f"{where} is {show(obj)}, not a pod object")
+    pod_id = obj.get("id")
+    if not isinstance(pod_id, str) or not _POD_ID.fullmatch(pod_id):
+        raise WireError(f"{where}.id is {show(pod_id)}, not a pod id")
+    return pod_id
+
+
+def _status(fields: FieldReader) -> PodStatus:
+    text = fields.text("status", limit=64)
+    if text is None:
+        if fields.obj.get("status") is None:
+            fields.odd("status", "is missing")
+        return PodStatus.UNKNOWN
+    try:
+        status = PodStatus(text)
+    except ValueError:
+        status = PodStatus.UNKNOWN
+    if status is PodStatus.UNKNOWN:
+        fields.odd("status", f"{show(text)} is not a status this controller knows")
+    return status
+
+
+def _gpu(fields: FieldReader) -> tuple[str | None, int]:
+    gpu = fields.mapping("gpu")
+    if gpu is None:
+        return None, 0
+    inner = FieldReader(gpu, fields.where)
+    gpu_type = inner.text("id", limit=256)
+    count = inner.whole("count", least=0, most=_MOST_GPUS)
+    for key in ("id", "count"):
+        if gpu.get(key) is None:
+            inner.odd(key, "is missing")
+    fields.problems += [f"gpu.{line}" for line in inner.problems]
+    return gpu_type, 1 if count is None else count
+
+
+def _env(fields: FieldReader) -> dict[str, str]:
+    env = fields.obj.get("env")
+    if env is None:
+        return {}
+    if not isinstance(env, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        # Never show env: its values are secrets.
+        fields.odd("env", "is not a map of strings")
+        return {}
+    return dict(env)
+
+
+def _created(fields: FieldReader) -> dt.datetime | None:
+    text = fields.text("createdAt", limit=64)
+    if text is None:
+        return None
+    try:
+        return from_rfc3339(text)
+    except (ValueError, OverflowError):
+        fields.odd("createdAt", f"{show(text)} is not a timestamp")
+        return None
 
 
 def pod_from_json(obj: Any, *, where: str = "pod") -> RunPodPod:
-    """Map one v2 `Pod` object into the observation record the pool uses."""
-    if not isinstance(obj, Mapping):
-        raise WireError(f"{where} is not an object")
-    pod_id = _require_str(obj, "id", where)
-    where = f"{where}[{pod_id}]"
-    status_text = _require_str(obj, "status", where)
-    try:
-        status = PodStatus(status_text)
-    except ValueError:
-        raise WireError(f"{where}.status {status_text!r} is not a known pod status") from None
-    gpu = obj.get("gpu")
-    if gpu is not None and not (isinstance(gpu, Mapping) and isinstance(gpu.get("id"), str)):
-        raise WireError(f"{where}.gpu is not a GPU object with an id")
-    env = obj.get("env") or {}
-    if not isinstance(env, Mapping) or not all(isinstance(v, str) for v in env.values()):
-        raise WireError(f"{where}.env is not a map of strings")
-    cost = obj.get("cost", 0.0)
-    if not isinstance(cost, int | float) or isinstance(cost, bool):
-        raise WireError(f"{where}.cost is not a number")
-    created_text = obj.get("createdAt")
-    try:
-        created = from_rfc3339(created_text) if isinstance(created_text, str) else None
-    except ValueError:
-        raise WireError(f"{where}.createdAt {created_text!r} is not a timestamp") from None
-    template = obj.get("template")
+    """One v2 `Pod` object as the record the pool uses; `unreadable` says what was odd.
+
+    Raises WireError only when the object has no usable pod id.
+    """
+    pod_id = _pod_id(obj, where)
+    fields = FieldReader(obj, f"{where}[{pod_id}]")
+    name = fields.text("name", limit=256)
+    if fields.obj.get("name") is None:
+        fields.odd("name", "is missing")
+    status = _status(fields)
+    gpu_type, gpu_count = _gpu(fields)
+    cost = fields.number("cost", least=0.0, most=_MOST_COST)
     return RunPodPod(
         id=pod_id,
-        name=_require_str(obj, "name", where),
+        name=name or "",
         status=status,
-        image=str(obj.get("image") or ""),
-        gpu_type=gpu["id"] if gpu else None,
-        gpu_count=int(gpu.get("count", 1)) if gpu else 0,
-        cloud=obj.get("cloud") if isinstance(obj.get("cloud"), str) else None,
-        datacenter=obj.get("dataCenterId") if isinstance(obj.get("dataCenterId"), str) else None,
-        cost_per_hr=float(cost),
-        created_at=created,
-        template_id=template if isinstance(template, str) else None,
-        env={str(k): v for k, v in env.items()},
+        image=fields.text("image", limit=1024) or "",
+        gpu_type=gpu_type,
+        gpu_count=gpu_count,
+        cloud=fields.text("cloud", limit=64),
+        datacenter=fields.text("dataCenterId", limit=64),
+        cost_per_hr=0.0 if cost is None else cost,
+        created_at=_created(fields),
+        template_id=fields.text("template", limit=256),
+        env=_env(fields),
+        unreadable=fields.summary(),
     )
 
 
-def pods_from_list(obj: Any) -> list[RunPodPod]:
-    """`ListPodsResponse` -> pods, in RunPod's order."""
+@dataclass(frozen=True)
+class PodListing:
+    """A `ListPodsResponse`: the pods read (some marked unreadable) and those skipped.
+
+    `skipped` has one line per entry that had no usable pod id (or repeated one), so no
+    pool could own it; `unreadable` counts both kinds of odd pod, for the metric.
+    """
+
+    pods: tuple[RunPodPod, ...]
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def unreadable(self) -> int:
+        return len(self.skipped) + sum(1 for p in self.pods if p.unreadable is not None)
+
+    def describe_odd(self, shown: int = 3) -> str:
+        """The first odd pods in words, for one log line."""
+        lines = [
+            *self.skipped,
+            *(f"pod {p.id}: {p.unreadable}" for p in self.pods if p.unreadable),
+        ]
+        more = f" (and {len(lines) - shown} more)" if len(lines) > shown else ""
+        return clip("; ".join(lines[:shown]), 600) + more
+
+
+def pods_from_list(obj: Any) -> PodListing:
+    """`ListPodsResponse` -> pods, in RunPod's order; WireError only without a `pods` array."""
     if not isinstance(obj, Mapping) or not isinstance(obj.get("pods"), list):
         raise WireError("list response has no 'pods' array")
-    return [pod_from_json(item, where=f"pods[{i}]") for i, item in enumerate(obj["pods"])]
+    pods: list[RunPodPod] = []
+    skipped: list[str] = []
+    seen: set[str] = set()
+    for i, item in enumerate(obj["pods"]):
+        where = f"pods[{i}]"
+        try:
+            pod = pod_from_json(item, where=where)
+        except WireError as err:
+            skipped.append(str(err))
+            continue
+        if pod.id in seen:
+            skipped.append(f"{where} repeats pod id {pod.id}")
+            continue
+        seen.add(pod.id)
+        pods.append(pod)
+    return PodListing(tuple(pods), tuple(skipped))
 
 
 @dataclass(frozen=True)
