@@ -1,6 +1,6 @@
 """Shared pytest fixtures. Keep this file small: fixtures live in tests/fixtures_*.py
 and are only imported here so every test module can use them."""
 
-from fixtures_prometheus import prometheus_binary
+from tests.fixtures_prometheus import prometheus_binary
 
 __all__ = ["prometheus_binary"]

@@ -16,7 +16,8 @@ from typing import Any
 import helm_python as helm
 import kubernetes_validate
 import yaml
-from test_crd import admit
+
+from tests.test_crd import admit
 
 ROOT = Path(__file__).parents[1]
 CHART = ROOT / "helm" / "runpod-pool-controller"

@@ -25,7 +25,7 @@ L40S = "NVIDIA L40S"
 A6000 = "NVIDIA RTX A6000"
 
 # Short enough for a fast suite, long enough that a loaded CI box does not flake.
-FAST = {
+FAST: dict[str, Any] = {
     "connect_timeout": 1.0,
     "read_timeout": 1.0,
     "retry_deadline": 1.5,

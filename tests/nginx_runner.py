@@ -87,17 +87,20 @@ class RunningNginx:
     def __init__(self, conf: Path, *, public_port: int) -> None:
         self.conf = conf
         self.public_port = public_port
-        self.proc = subprocess.Popen(
-            [NGINX, "-e", "stderr", "-p", str(conf.parent), "-c", str(conf), "-g", "daemon off;"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        # nginx's own log goes to a file, not a pipe: an unread pipe fills up and stalls
+        # nginx, and an open one outlives the test (ResourceWarning).
+        self.log = conf.parent / "nginx-stderr.log"
+        with self.log.open("wb") as log:
+            command = [NGINX, "-e", "stderr", "-p", str(conf.parent), "-c", str(conf)]
+            self.proc = subprocess.Popen(
+                [*command, "-g", "daemon off;"],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read() if self.proc.stderr else ""
-                raise RuntimeError(f"nginx exited: {err}")
+                raise RuntimeError(f"nginx exited: {self.log.read_text(errors='replace')}")
             try:
                 # Ready when the public server answers, not merely when its port accepts.
                 health = httpx.get(f"http://127.0.0.1:{public_port}/nginx-health", timeout=1)

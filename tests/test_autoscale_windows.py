@@ -4,10 +4,12 @@ that count only once covered (rpp/decide/autoscale.py)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import pytest
 
 from rpp.decide.autoscale import recommend, scale
+from rpp.model.spec import RunPodPoolSpec
 from rpp.model.spec_load import load_spec
 from rpp.model.status import PoolStatus
 from rpp.model.timestamps import UTC
@@ -33,7 +35,7 @@ def test_recommendation_is_hpa_style(
     assert recommend(ready=ready, value=value, target=4.0, current=current, lo=2, hi=5) == expected
 
 
-def spec():  # type: ignore[no-untyped-def]
+def spec() -> RunPodPoolSpec:
     resolved, problems = load_spec(
         "p",
         {
@@ -50,10 +52,11 @@ def spec():  # type: ignore[no-untyped-def]
         },
     )
     assert problems == []
+    assert resolved is not None
     return resolved
 
 
-def run(values: list[float | None], *, ready: int = 2) -> list[int]:
+def run(values: Sequence[float | None], *, ready: int = 2) -> list[int]:
     status, sizes = PoolStatus(), []
     for i, value in enumerate(values):
         result = scale(

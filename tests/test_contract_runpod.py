@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fixtures_runpod import FAST, L40S, RTX4090, stocked_cloud
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from openapi_core import Config, OpenAPI
@@ -39,6 +39,7 @@ from rpp.sim import faults
 from rpp.sim.cloud import CloudError, FakeCloud
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.cloud_requests import check_create, check_update
+from tests.fixtures_runpod import FAST, L40S, RTX4090, stocked_cloud
 
 VENDORED = Path(__file__).parents[1] / "vendor" / "runpod"
 SPEC = VENDORED / "openapi-v2.json"
@@ -85,7 +86,7 @@ class Recorder(httpx.AsyncBaseTransport):
 
 @pytest.fixture(scope="module")
 def openapi() -> OpenAPI:
-    problem_json = {"application/problem+json": json.loads}
+    problem_json: dict[str, Callable[[bytes], Any]] = {"application/problem+json": json.loads}
     return OpenAPI.from_dict(
         json.loads(SPEC.read_text()),
         config=Config(extra_media_type_deserializers=problem_json),

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from rpp.adapters.kube.api import KubeApi
 from rpp.controller.leader import LeaderElector
 from rpp.controller.reconcile import PoolResult
 from rpp.controller.reconcile_failed import RECONCILE_FAILED
@@ -222,7 +223,8 @@ def test_losing_leadership_cancels_the_loop_at_once_and_nothing_more_is_written(
         w = world(clock, manifest("inference", probe={"timeout": "40s"}))
         hung_pod(w)
         view = Partitionable(w.kube)
-        elector = LeaderElector(kube=view, identity="a", clock=clock)
+        # Only its Lease calls are used: the view has just those.
+        elector = LeaderElector(kube=cast(KubeApi, view), identity="a", clock=clock)
         electing = asyncio.create_task(elector.run())
         stop = asyncio.Event()
         running = asyncio.create_task(w.controller.loop.run(stop=stop, elector=elector))

@@ -22,7 +22,6 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from kmock_strict import CONFIG_MAPS, LEASES, POOLS, SECRETS, StrictKubernetesEmulator
 from prometheus_client.parser import text_string_to_metric_families
 
 from rpp.adapters.clock import SystemClock
@@ -34,6 +33,7 @@ from rpp.sim.inference import FakeInferencePod
 from rpp.sim.localhttp import serve_local
 from rpp.sim.proxy import ProxyApp, route_by_host
 from tests.controller_kit import GPU, IMAGE, manifest
+from tests.kmock_strict import CONFIG_MAPS, LEASES, POOLS, SECRETS, StrictKubernetesEmulator
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 

@@ -24,7 +24,8 @@ ROOT = Path(__file__).parents[1]
 
 def spec_schema() -> dict[str, Any]:
     version = build_crd()["spec"]["versions"][0]
-    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return schema
 
 
 def as_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def cel_failures(schema: dict[str, Any], value: Any) -> list[str]:
     failures: list[str] = []
     for rule in schema.get("x-kubernetes-validations", []):
         program = env.program(env.compile(rule["rule"]))
-        if not program.evaluate({"self": celpy.json_to_cel(value)}):
+        if not program.evaluate({"self": celpy.adapter.json_to_cel(value)}):
             failures.append(rule["message"])
     for key, sub in schema.get("properties", {}).items():
         if isinstance(value, dict) and key in value:
@@ -75,7 +76,8 @@ def admit(spec: dict[str, Any]) -> list[str]:
 
 
 def example_spec() -> dict[str, Any]:
-    return yaml.safe_load((ROOT / "examples" / "pool.yaml").read_text())["spec"]
+    spec: dict[str, Any] = yaml.safe_load((ROOT / "examples" / "pool.yaml").read_text())["spec"]
+    return spec
 
 
 def test_committed_crd_is_the_generated_one(capsys: pytest.CaptureFixture[str]) -> None:
@@ -132,7 +134,7 @@ def test_empty_spec_is_admitted_and_defaulted_like_the_model() -> None:
     assert admit({}) == []
 
 
-SCHEMA_REJECTS = {
+SCHEMA_REJECTS: dict[str, tuple[dict[str, Any], str]] = {
     "unknown field": ({"replica": {"min": 1}}, "replica"),
     "wrong type": ({"replicas": {"min": "two"}}, "'two' is not of type 'integer'"),
     "bad duration": ({"drain": {"period": "2 minutes"}}, "does not match"),

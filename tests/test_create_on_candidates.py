@@ -11,7 +11,6 @@ with the GPU types, cloud and datacenters tried and RunPod's own detail).
 from __future__ import annotations
 
 import pytest
-from fixtures_runpod import A6000, L40S, RTX4090, client_for, stocked_cloud
 
 from rpp.act.create import CreateReport, create_first_available
 from rpp.adapters.runpod import answers
@@ -20,6 +19,7 @@ from rpp.adapters.runpod.wire import PodRequest
 from rpp.decide.placement import Candidate, order_candidates
 from rpp.sim import faults
 from rpp.sim.cloud import FakeCloud
+from tests.fixtures_runpod import A6000, L40S, RTX4090, client_for, stocked_cloud
 
 REQUEST = PodRequest(name="rpp-pool-b7", image="img:1")
 

@@ -11,7 +11,7 @@ from rpp.act.executor import Executor
 from rpp.adapters.clock import UTC, ManualClock
 from rpp.adapters.kube.api import KubeSettings
 from rpp.adapters.runpod.client import RunPodClient
-from rpp.model.effects import TerminatePod, UpdatePod, WriteSlots
+from rpp.model.effects import Effect, TerminatePod, UpdatePod, WriteSlots
 from rpp.model.spec_load import load_spec
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
@@ -92,7 +92,7 @@ async def test_dry_run_and_observe_never_call_runpod_or_write_slots() -> None:
         (spec(paused=True), []),
     ):
         cloud, executor, pod_id, kube = await setup("rpp-inference-abc")
-        effects = [
+        effects: list[Effect] = [
             TerminatePod(pod_id=pod_id, name="rpp-inference-abc", reason="drained"),
             WriteSlots(slots=(), data=(("upstream.conf", "x"),)),
         ]

@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
-from fixtures_runpod import L40S, RTX4090, ServerFarm, stocked_cloud
 
 from rpp.adapters.clock import ManualClock
 from rpp.sim import faults
 from rpp.sim.cloud import Call, FakeCloud
 from rpp.sim.cloud_api import CloudApi
+from tests.fixtures_runpod import L40S, RTX4090, ServerFarm, stocked_cloud
 
 BODY = {"name": "rpp-p-1", "image": "img:1", "gpu": {"id": RTX4090, "count": 1}}
 

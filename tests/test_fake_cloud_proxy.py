@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from fixtures_runpod import RTX4090, ServerFarm, stocked_cloud
 
 from rpp.adapters.clock import ManualClock
 from rpp.model.proxy_hosts import proxy_host
@@ -18,6 +17,7 @@ from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.in_process import InProcessTransport
 from rpp.sim.proxy import ProxyApp, route_by_host
+from tests.fixtures_runpod import RTX4090, ServerFarm, stocked_cloud
 
 # Every test runs over both ways the proxy is served: ASGI (what `rpp fake-runpod`
 # serves over HTTP) and the simulator's in-process transport, which calls `respond`.

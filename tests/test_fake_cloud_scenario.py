@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures_runpod import L40S, RTX4090
 
 from rpp.adapters.clock import ManualClock
 from rpp.cli import main
@@ -23,6 +22,7 @@ from rpp.sim.cloud_scenario import (
     load_cloud_scenario,
     parse_cloud_section,
 )
+from tests.fixtures_runpod import L40S, RTX4090
 
 FULL = f"""
 cloud:

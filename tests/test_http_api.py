@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from fixtures_prometheus import running_prometheus
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -27,15 +26,16 @@ from rpp.controller.http_api import HttpApi, sd_groups
 from rpp.controller.loop import ControllerLoop
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler
-from rpp.model.members import MemberRecord
+from rpp.model.members import MemberRecord, Phase
 from rpp.model.status import PoolStatus
 from rpp.observe.prober import Prober
 from rpp.observe.prometheus import PrometheusClient
 from rpp.sim.kube_memory import MemoryKubeApi
-from rpp.sim.localhttp import ServerThread, serve_local
+from rpp.sim.localhttp import ServerThread
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
 from tests.controller_kit import manifest, world
+from tests.fixtures_prometheus import running_prometheus
 
 NOW = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 
@@ -115,9 +115,9 @@ def test_metrics_and_sd_describe_the_pool_as_its_status_does() -> None:
 def test_sd_uses_the_pools_nginx_service_and_lists_only_wired_members() -> None:
     status = PoolStatus(
         members=(
-            MemberRecord(pod_id="p1", name="n1", phase="Ready", since=NOW, slot=8082),
-            MemberRecord(pod_id="p2", name="n2", phase="Warming", since=NOW),
-            MemberRecord(pod_id="p3", name="n3", phase="Flagged", since=NOW, slot=8081),
+            MemberRecord(pod_id="p1", name="n1", phase=Phase.READY, since=NOW, slot=8082),
+            MemberRecord(pod_id="p2", name="n2", phase=Phase.WARMING, since=NOW),
+            MemberRecord(pod_id="p3", name="n3", phase=Phase.FLAGGED, since=NOW, slot=8081),
         )
     )
     pool = {
@@ -133,49 +133,56 @@ def test_sd_uses_the_pools_nginx_service_and_lists_only_wired_members() -> None:
     assert groups[0]["labels"]["datacenter"] == ""
 
 
-async def test_healthz_turns_503_with_the_reason_when_the_loop_stalls() -> None:
-    kube = MemoryKubeApi(KubeSettings(namespace="runpod"), clock=SystemClock())
-    stalled = asyncio.Event()
+def test_healthz_turns_503_with_the_reason_when_the_loop_stalls() -> None:
+    """On virtual time, the app called in-process (the HTTP server itself is covered by the
+    test above): the loop's progress is measured on the loop's clock, so a fixed wait is
+    exact here and no loaded machine can stretch or shrink it."""
 
-    async def list_pools() -> list[dict[str, Any]]:
-        if stalled.is_set():
-            await asyncio.Event().wait()  # the API server stopped answering, say
-        return []
+    async def main(clock: VirtualClock) -> tuple[httpx.Response, httpx.Response]:
+        kube = MemoryKubeApi(KubeSettings(namespace="runpod"), clock=clock)
+        stalled = asyncio.Event()
 
-    kube.list_pools = list_pools  # type: ignore[method-assign]
-    runpod = RunPodClient(api_key="k", base_url="http://127.0.0.1:9")
-    http = httpx.AsyncClient()
-    reconciler = PoolReconciler(
-        kube=kube,
-        executor=Executor(runpod=runpod, kube=kube),
-        prober=Prober(transport=httpx.AsyncHTTPTransport()),
-        prometheus=PrometheusClient(base_url=None, client=http),
-        clock=SystemClock(),
-    )
-    loop = ControllerLoop(
-        kube=kube,
-        runpod=runpod,
-        reconciler=reconciler,
-        clock=SystemClock(),
-        interval=0.1,
-        stall_after=0.5,
-    )
-    api = HttpApi(registry=CollectorRegistry(), health=loop.health, kube=kube)
-    stop = asyncio.Event()
-    running = asyncio.create_task(loop.run(stop=stop))
-    async with serve_local(api) as port, httpx.AsyncClient() as client:
-        url = f"http://127.0.0.1:{port}/healthz"
-        await asyncio.sleep(0.3)
-        before = await client.get(url)
-        stalled.set()
-        await asyncio.sleep(1.0)
-        after = await client.get(url)
-    stop.set()
-    running.cancel()
-    await asyncio.gather(running, return_exceptions=True)
-    await runpod.aclose()
-    await http.aclose()
+        async def list_pools() -> list[dict[str, Any]]:
+            if stalled.is_set():
+                await asyncio.Event().wait()  # the API server stopped answering, say
+            return []
 
+        kube.list_pools = list_pools  # type: ignore[method-assign]
+        runpod = RunPodClient(api_key="k", base_url="http://127.0.0.1:9")
+        http = httpx.AsyncClient()
+        reconciler = PoolReconciler(
+            kube=kube,
+            executor=Executor(runpod=runpod, kube=kube),
+            prober=Prober(transport=httpx.AsyncHTTPTransport()),
+            prometheus=PrometheusClient(base_url=None, client=http),
+            clock=clock,
+        )
+        loop = ControllerLoop(
+            kube=kube,
+            runpod=runpod,
+            reconciler=reconciler,
+            clock=clock,
+            interval=0.1,
+            stall_after=0.5,
+        )
+        api = HttpApi(registry=CollectorRegistry(), health=loop.health, kube=kube)
+        stop = asyncio.Event()
+        running = asyncio.create_task(loop.run(stop=stop))
+        transport = httpx.ASGITransport(app=api)
+        async with httpx.AsyncClient(transport=transport, base_url="http://rpp") as client:
+            await asyncio.sleep(0.3)  # three loops of 0.1 s have completed
+            before = await client.get("/healthz")
+            stalled.set()
+            await asyncio.sleep(1.0)  # the loop under way is stuck for twice what is allowed
+            after = await client.get("/healthz")
+        stop.set()
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await runpod.aclose()
+        await http.aclose()
+        return before, after
+
+    before, after = run_virtual(main)
     assert (before.status_code, before.text) == (200, "ok\n")
     assert after.status_code == 503
     assert after.text.startswith("unhealthy: the reconcile loop has not completed for ")
@@ -207,10 +214,20 @@ def test_the_seeds_alerts_fire_for_the_troubled_pool_and_prometheus_reads_the_sd
     wired = PoolStatus(
         members=(
             MemberRecord(
-                pod_id="pod1", name="n1", phase="Ready", since=NOW, slot=8081, datacenter="EU-RO-1"
+                pod_id="pod1",
+                name="n1",
+                phase=Phase.READY,
+                since=NOW,
+                slot=8081,
+                datacenter="EU-RO-1",
             ),
             MemberRecord(
-                pod_id="pod2", name="n2", phase="Ready", since=NOW, slot=8082, datacenter="EU-SE-1"
+                pod_id="pod2",
+                name="n2",
+                phase=Phase.READY,
+                since=NOW,
+                slot=8082,
+                datacenter="EU-SE-1",
             ),
         )
     )
@@ -255,7 +272,7 @@ def wait_for_targets(
     deadline = time.monotonic() + timeout_s
     while True:
         body = httpx.get(f"{url}/api/v1/targets", params={"state": "active"}, timeout=5).json()
-        found = sorted(
+        found: list[tuple[str, ...]] = sorted(
             (
                 t["labels"]["instance"],
                 t["labels"]["runpod_pod"],

@@ -12,6 +12,7 @@ from rpp.adapters.clock import ManualClock
 from rpp.observe.metrics_text import parse_metrics_page
 from rpp.sim.inference import FakeInferencePod, HostRouter, pod_id_from_host
 from rpp.sim.localhttp import ServerThread, serve_local
+from rpp.sim.virtual_time import VirtualClock, run_virtual
 
 START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 TOKEN = "s3cret-metrics-token"
@@ -104,14 +105,20 @@ async def test_app_latency_is_served_and_recorded_in_the_histogram() -> None:
     assert values["app_request_duration_seconds_sum"] >= 0.05
 
 
-async def test_queue_gauge_counts_requests_in_flight() -> None:
+def test_queue_gauge_counts_requests_in_flight() -> None:
+    """On virtual time: 0.05 s into three 0.2 s requests, all three are in flight, however
+    loaded the machine (a wall-clock wait could overshoot past their end)."""
     pod = make_pod(latency_s=0.2)
-    async with client_for(pod) as client:
-        pending = [asyncio.create_task(client.get("/generate")) for _ in range(3)]
-        await asyncio.sleep(0.05)
-        assert samples(pod.metrics_text().decode())["app_queue_length"] == 3
-        await asyncio.gather(*pending)
-    assert samples(pod.metrics_text().decode())["app_queue_length"] == 0
+
+    async def main(_: VirtualClock) -> tuple[float, float]:
+        async with client_for(pod) as client:
+            pending = [asyncio.create_task(client.get("/generate")) for _ in range(3)]
+            await asyncio.sleep(0.05)
+            during = samples(pod.metrics_text().decode())["app_queue_length"]
+            await asyncio.gather(*pending)
+        return during, samples(pod.metrics_text().decode())["app_queue_length"]
+
+    assert run_virtual(main) == (3, 0)
 
 
 async def test_dead_pod_is_not_serving_and_answers_502_until_it_recovers() -> None:

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 import yaml
-from fixtures_install import ROOT, example, find
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from rpp.adapters.runpod.call_metrics import ApiCallMetrics
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.model import metric_names as m
+from tests.fixtures_install import ROOT, example, find
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 DASHBOARD = ROOT / "deploy" / "grafana-dashboard.json"

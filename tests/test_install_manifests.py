@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fixtures_install import (
+
+from tests.fixtures_install import (
     NAMESPACE,
     ROOT,
     example,

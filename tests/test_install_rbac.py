@@ -15,11 +15,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from fixtures_install import CHART, ROOT, example, find, objects, render, two_pools
 
 from rpp.adapters.clock import ManualClock
 from rpp.adapters.kube.api import DEFAULT_CRD_GROUP, REQUIRED_PERMISSIONS, KubeSettings, Permission
 from rpp.sim.kube_memory import Call, MemoryKubeApi
+from tests.fixtures_install import CHART, ROOT, example, find, objects, render, two_pools
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 LEASE = "runpod-pool-controller"

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures_install import ROOT
 
 from rpp import __version__
 from rpp.cli import COMMANDS
+from tests.fixtures_install import ROOT
 
 # Imported by rpp but not a runtime dependency of its own, and why that is safe.
 NOT_DECLARED = {

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fixtures_install import ROOT
+
+from tests.fixtures_install import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 BIN = Path(sys.executable).parent  # actionlint and shellcheck come with the dev extra
@@ -31,7 +32,7 @@ def actionlint(*files: Path) -> subprocess.CompletedProcess[str]:
 
 
 def workflow(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    loaded: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
     # YAML 1.1 reads the key `on` as True.
     loaded["on"] = loaded.pop(True)
     return loaded

@@ -17,15 +17,6 @@ import httpx
 import kmock
 import pytest
 from kmock import KubernetesError
-from kmock_strict import (
-    CONFIG_MAPS,
-    EVENTS,
-    LEASES,
-    POOLS,
-    SECRETS,
-    StrictKubernetesEmulator,
-    forbidden,
-)
 
 from rpp.adapters.clock import ManualClock
 from rpp.adapters.kube.api import (
@@ -42,6 +33,15 @@ from rpp.adapters.kube.api import (
 )
 from rpp.adapters.kube.real import RealKubeApi
 from rpp.sim.kube_memory import Call, MemoryKubeApi
+from tests.kmock_strict import (
+    CONFIG_MAPS,
+    EVENTS,
+    LEASES,
+    POOLS,
+    SECRETS,
+    StrictKubernetesEmulator,
+    forbidden,
+)
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 

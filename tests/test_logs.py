@@ -103,8 +103,8 @@ def test_an_act_record_names_pod_effect_and_outcome_as_fields(
     assert created
     record = next(r for r in created if r.name == "rpp.act")
     assert record.levelno == logging.WARNING
-    assert record.outcome == "unknown"  # type: ignore[attr-defined]
-    assert record.pod.startswith("rpp-batch-")  # type: ignore[attr-defined]
+    assert record.outcome == "unknown"
+    assert record.pod.startswith("rpp-batch-")
     retried = [r for r in by_pool["inference"] + by_pool["batch"] if "retrying" in r.getMessage()]
     assert [getattr(r, "outcome", None) for r in retried] == ["rate_limited"]
 

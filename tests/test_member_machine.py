@@ -28,7 +28,14 @@ from rpp.machines.member_step import (
 from rpp.machines.member_view import MemberView
 from rpp.machines.signals import MemberSettings, MemberSignals, refresh
 from rpp.model.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
-from rpp.model.members import PHASES, MemberRecord, ProbeRecord, UpdateProgress
+from rpp.model.members import (
+    PHASES,
+    MemberRecord,
+    Phase,
+    ProbeRecord,
+    UpdateProgress,
+    UpdateStep,
+)
 from rpp.model.observations import PodStatus, ProbeResult, RunPodPod
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
@@ -68,12 +75,16 @@ def last_probe(process_start: float) -> ProbeRecord:
 
 UPDATE_DRAIN = UpdateProgress(from_image="img:1", to_image="img:2")
 UPDATE_SENT = UpdateProgress(
-    from_image="img:1", to_image="img:2", step="restart", started_at=T0, process_start_before=100.0
+    from_image="img:1",
+    to_image="img:2",
+    step=UpdateStep.RESTART,
+    started_at=T0,
+    process_start_before=100.0,
 )
 ROLLBACK_SENT = UpdateProgress(
     from_image="img:1",
     to_image="img:2",
-    step="restart",
+    step=UpdateStep.RESTART,
     started_at=T0,
     process_start_before=300.0,
     rollback=True,
@@ -96,7 +107,7 @@ def member(phase: str, **changes: Any) -> MemberRecord:
     record = MemberRecord(
         pod_id=POD.id,
         name=POD.name,
-        phase=phase,
+        phase=Phase(phase),
         since=T0,
         slot=USUAL_SLOT.get(phase),
         datacenter="EU-RO-1",

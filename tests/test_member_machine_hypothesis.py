@@ -25,7 +25,14 @@ from rpp.machines.member_step import MemberStep, drain, observe, replacement_wir
 from rpp.machines.signals import MemberSignals
 from rpp.model.codec import stamp
 from rpp.model.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
-from rpp.model.members import PHASES, MemberRecord, UpdateProgress
+from rpp.model.members import (
+    PHASES,
+    DrainReason,
+    MemberRecord,
+    Phase,
+    UpdateProgress,
+    UpdateStep,
+)
 from rpp.model.observations import ProbeResult
 from tests.test_member_machine import POD, SETTINGS, T0
 
@@ -109,7 +116,7 @@ def starts(draw: st.DrawFn) -> MemberRecord:
         update = UpdateProgress(
             from_image="img:1",
             to_image="img:2",
-            step="restart" if phase == "Updating" else "drain",
+            step=UpdateStep.RESTART if phase == "Updating" else UpdateStep.DRAIN,
             started_at=T0 if phase == "Updating" else None,
             process_start_before=draw(st.sampled_from([None, 100.0])),
             rollback=phase == "Updating" and draw(st.booleans()),
@@ -117,14 +124,14 @@ def starts(draw: st.DrawFn) -> MemberRecord:
     return MemberRecord(
         pod_id=POD.id,
         name=POD.name,
-        phase=phase,
+        phase=Phase(phase),
         since=T0,
         slot=slot.get(phase),
         datacenter="EU-RO-1",
         image="img:1",
         pass_streak=draw(st.integers(0, 4)),
         missing_loops=draw(st.integers(0, 1)),
-        drain_reason=draw(st.sampled_from(["replace", "scale-down"]))
+        drain_reason=draw(st.sampled_from([DrainReason.REPLACE, DrainReason.SCALE_DOWN]))
         if phase == "Draining"
         else None,
         update=update,

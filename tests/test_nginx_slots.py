@@ -16,11 +16,11 @@ import yaml
 from rpp.decide.nginx_slots import (
     SlotsFormatError,
     SlotTarget,
-    proxy_host,
     render_slots,
     upstream_name,
     wired_pods,
 )
+from rpp.model.proxy_hosts import proxy_host
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.spec_load import load_spec
 from tests.nginx_runner import (

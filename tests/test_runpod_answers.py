@@ -101,7 +101,9 @@ def test_429_carries_retry_after_seconds() -> None:
     ("header", "seconds"),
     [("5", 5.0), (" 2 ", 2.0), ("0", 0.0), ("-3", 0.0), (None, None), ("Wed, 21 Oct", None)],
 )
-def test_retry_after_header_reads_seconds_or_nothing(header: str | None, seconds: float | None):
+def test_retry_after_header_reads_seconds_or_nothing(
+    header: str | None, seconds: float | None
+) -> None:
     assert answers.parse_retry_after(header) == seconds
 
 

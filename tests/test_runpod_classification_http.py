@@ -19,13 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
-from fixtures_runpod import FAST, L40S, RTX4090, FakeRunPodProcess, running_fake_runpod
 from prometheus_client import CollectorRegistry
 
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.model.proxy_hosts import proxy_host
+from tests.fixtures_runpod import FAST, L40S, RTX4090, FakeRunPodProcess, running_fake_runpod
 
 SCENARIO = f"""
 cloud:

@@ -14,7 +14,6 @@ import datetime as dt
 
 import httpx
 import pytest
-from fixtures_runpod import FAST, L40S, RTX4090, ServerFarm, client_for, stocked_cloud
 from prometheus_client import CollectorRegistry
 
 from rpp import __version__
@@ -28,6 +27,7 @@ from rpp.sim import faults
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.virtual_time import VirtualClock, run_virtual
+from tests.fixtures_runpod import FAST, L40S, RTX4090, ServerFarm, client_for, stocked_cloud
 
 REQUEST = PodRequest(name="rpp-pool-a1", image="ghcr.io/acme/infer:1", env={"MODE": "fast"})
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from fixtures_runpod import RTX4090, client_for, stocked_cloud
 
 from rpp.adapters.clock import UTC
 from rpp.adapters.runpod import answers
@@ -24,6 +23,7 @@ from rpp.adapters.runpod.notices import (
 from rpp.adapters.runpod.wire import WireError
 from rpp.model.observations import HostNotice
 from rpp.sim import faults
+from tests.fixtures_runpod import RTX4090, client_for, stocked_cloud
 
 CRITICAL = (
     "We have detected a critical error on this machine which may affect some pods. We are "

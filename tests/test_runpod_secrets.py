@@ -13,7 +13,6 @@ import logging
 import socket
 
 import pytest
-from fixtures_runpod import FAST, RTX4090, client_for, stocked_cloud
 from prometheus_client import CollectorRegistry, generate_latest
 
 from rpp.adapters.runpod import answers
@@ -22,6 +21,7 @@ from rpp.adapters.runpod.wire import PodRequest
 from rpp.sim import faults
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.localhttp import serve_local
+from tests.fixtures_runpod import FAST, RTX4090, client_for, stocked_cloud
 
 API_KEY = "rpa_7Q2XK9M7B3N8V1C4Z6L0J2H5G8F1D3S7A9P4O6I2U8YT"
 ENV_SECRET = "hf_envSECRETvalue0123456789abcdef"

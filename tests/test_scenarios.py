@@ -89,7 +89,7 @@ def replaced_surge_first(s: Story, victim: str, *, rule: str, broke_at: float) -
     assert members[replacement]["phase"] == "Ready"
     assert s.end["status"]["ready"] == len(members) == 3
     assert len(s.of("cloud", kind="created")) == 4  # three adopted, one replacement
-    return replacement
+    return str(replacement)
 
 
 def stays_wired(s: Story, pod: str, *, since: float, until: float) -> bool:

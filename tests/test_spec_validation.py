@@ -19,7 +19,8 @@ EXAMPLE = Path(__file__).parents[1] / "examples" / "pool.yaml"
 
 
 def example() -> dict[str, Any]:
-    return yaml.safe_load(EXAMPLE.read_text())
+    loaded: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    return loaded
 
 
 def with_spec(**changes: Any) -> dict[str, Any]:
@@ -131,7 +132,7 @@ def test_spec_is_immutable() -> None:
         spec.paused = True
 
 
-INVALID_CASES = {
+INVALID_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "unknown field with closest name": (
         {"replica": {"min": 1}},
         'spec.replica: unknown field; did you mean "replicas"?',

@@ -21,7 +21,14 @@ from rpp.model.effects import (
     Wire,
     WriteSlots,
 )
-from rpp.model.members import MemberRecord, ProbeRecord, UpdateProgress
+from rpp.model.members import (
+    DrainReason,
+    MemberRecord,
+    Phase,
+    ProbeRecord,
+    UpdateProgress,
+    UpdateStep,
+)
 from rpp.model.status import (
     HISTORY_LIMIT,
     Autoscaling,
@@ -50,7 +57,7 @@ def full_member(index: int) -> MemberRecord:
     return MemberRecord(
         pod_id=f"x7k2m9q4w1z{index:03d}",
         name=f"rpp-inference-{index:03d}-a8f3",
-        phase="Updating",
+        phase=Phase.UPDATING,
         since=at(100 + index),
         slot=index,
         datacenter="EU-RO-1",
@@ -74,11 +81,11 @@ def full_member(index: int) -> MemberRecord:
         flagged_reason="metrics probe took 2.50s (limit 2s) (breached 600s of 600s)",
         replacement_for="a1b2c3d4e5f6g7",
         replaced_by="h8i9j0k1l2m3n4",
-        drain_reason="update",
+        drain_reason=DrainReason.UPDATE,
         update=UpdateProgress(
             from_image="registry.example.com/team/inference-server:2026.01.01-1234567",
             to_image="registry.example.com/team/inference-server:2026.01.15-abcdef1",
-            step="restart",
+            step=UpdateStep.RESTART,
             started_at=at(190),
             process_start_before=1767225000.5,
             rollback=True,
@@ -354,7 +361,13 @@ class TestConditions:
 
     def test_condition_status_must_be_true_false_or_unknown(self) -> None:
         with pytest.raises(ValueError, match="'True', 'False' or 'Unknown'"):
-            Condition(type="Ready", status="yes", reason="", message="", last_transition_time=T0)
+            Condition(
+                type="Ready",
+                status="yes",  # type: ignore[arg-type]  # the wrong value under test
+                reason="",
+                message="",
+                last_transition_time=T0,
+            )
 
     def test_long_messages_are_bounded(self) -> None:
         status = PoolStatus().with_condition(

@@ -45,7 +45,7 @@ class PromStub:
         )
 
     def transport(self) -> httpx.ASGITransport:
-        return httpx.ASGITransport(app=self)
+        return httpx.ASGITransport(app=self)  # type: ignore[arg-type]  # an ASGI app (asgi_io)
 
 
 async def _send(send: Any, status: int, body: dict[str, Any]) -> None:

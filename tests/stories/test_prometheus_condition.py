@@ -13,7 +13,10 @@ from tests.stories.prom_stub import PromStub
 from tests.stories.test_replacement import latency_pool
 from tests.stories.world_kit import Story, story
 
-QUERIED = {"app_request_duration_seconds": {}, "app_requests_failed": {}}
+QUERIED: dict[str, dict[str, float]] = {
+    "app_request_duration_seconds": {},
+    "app_requests_failed": {},
+}
 
 
 def serving(status: PoolStatus) -> list[str]:

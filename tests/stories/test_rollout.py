@@ -52,6 +52,7 @@ def test_roll_of_four_pods_one_at_a_time_detecting_restarts_from_metrics() -> No
             assert status.ready >= 3, "one pod at a time"
             if on_image(status, NEW) == 4:
                 break
+        assert status is not None
         assert on_image(status, NEW) == 4
         assert most_in_update == 1
         assert status.rollout is None or status.rollout.updated == 4
@@ -118,7 +119,7 @@ def broken_new_image(s: Story):  # type: ignore[no-untyped-def]
             if info.image == NEW:
                 server.die()
 
-        server.restart = restart_and_fail
+        server.restart = restart_and_fail  # type: ignore[method-assign]
         return server
 
     return factory

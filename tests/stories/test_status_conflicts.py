@@ -3,7 +3,7 @@ overwritten blindly, and status never claims an action that was not carried out.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tests.stories.test_replacement import healthy_pool
@@ -16,7 +16,9 @@ def change_spec_during_next_write(s: Story, change: Callable[[], None]) -> list[
     original = kube.replace_pool_status
     calls: list[int] = []
 
-    async def racing(name: str, *, status: dict[str, Any], resource_version: str) -> Any:
+    async def racing(
+        name: str, *, status: Mapping[str, Any], resource_version: str
+    ) -> dict[str, Any]:
         calls.append(1)
         if len(calls) == 1:
             change()
@@ -83,7 +85,9 @@ def test_a_status_the_api_server_pruned_is_read_back_not_remembered() -> None:
         kube = s.world.kube
         original = kube.replace_pool_status
 
-        async def pruning(name: str, *, status: dict[str, Any], resource_version: str) -> Any:
+        async def pruning(
+            name: str, *, status: Mapping[str, Any], resource_version: str
+        ) -> dict[str, Any]:
             kept = {k: v for k, v in status.items() if k != "history"}  # a schema without it
             return await original(name, status=kept, resource_version=resource_version)
 
