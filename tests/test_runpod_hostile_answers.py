@@ -27,13 +27,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fixtures_runpod import FAST, RTX4090, FakeRunPodProcess, running_fake_runpod
 from prometheus_client import CollectorRegistry
 
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.model.observations import PodStatus
+from tests.fixtures_runpod import FAST, RTX4090, FakeRunPodProcess, running_fake_runpod
 
 SCENARIO = f"""
 cloud:
@@ -116,8 +116,9 @@ async def test_one_pod_with_an_odd_field_is_listed_marked_and_counted_the_rest_r
     async with client(fake) as c:
         pods = {p.id: p for p in await c.list_pods()}
         assert set(pod_ids) <= set(pods)
-        assert pods[odd].unreadable is not None
-        assert said in pods[odd].unreadable
+        unreadable = pods[odd].unreadable
+        assert unreadable is not None
+        assert said in unreadable
         assert all(pods[i].unreadable is None for i in pod_ids if i != odd)
         assert pods[pod_ids[0]].status is PodStatus.RUNNING
         assert gauge(c) == 1
@@ -145,7 +146,7 @@ async def test_pods_without_a_usable_id_are_skipped_and_counted(
         assert gauge(c) == 5
 
 
-NOT_RUNPODS_SHAPE = {
+NOT_RUNPODS_SHAPE: dict[str, tuple[dict[str, Any], str]] = {
     "not json": ({"body": "<html>Bad gateway</html>"}, "not JSON"),
     "no pods array": ({"body": '{"pods": 5}'}, "no 'pods' array"),
     "a list": ({"body": "[]"}, "no 'pods' array"),
