@@ -68,7 +68,9 @@ class Story:
         return self.records[-1]
 
     def final_members(self) -> dict[str, dict[str, Any]]:
-        return {m["podId"]: m for m in self.end["status"]["members"]}
+        """The members of the final status; none when the pool was deleted."""
+        status = self.end["status"] or {}
+        return {m["podId"]: m for m in status.get("members", [])}
 
 
 def replaced_surge_first(s: Story, victim: str, *, rule: str, broke_at: float) -> str:
@@ -119,6 +121,7 @@ def test_every_example_scenario_is_tested_here() -> None:
         "autoscale",
         "controller-restart",
         "error-rate",
+        "pool-deleted",
     }
     assert {p.stem for p in SCENARIOS.glob("*.yaml")} == tested
 
@@ -255,6 +258,28 @@ def test_a_pod_answering_errors_is_replaced_for_its_error_rate(stories: Any) -> 
     # reports is the 30% the scenario set, not a mix with the healthy minutes before.
     assert "ErrorRate: 5xx share 30.00% over errorRatioQuery's window" in flagged["reason"]
     replaced_surge_first(s, victim, rule="ErrorRate", broke_at=1200)
+
+
+def test_a_deleted_pool_drains_terminates_every_pod_and_only_then_goes(stories: Any) -> None:
+    s = stories("pool-deleted")
+    pods = [r["pod"] for r in s.of("cloud", kind="created")]
+    deleted_at = s.first("scenario", do="delete")["t"]
+    finalizer = s.first("action", action="finalizer")
+    drained = [s.transition(pod, "Ready", to="Draining") for pod in pods]
+    gone = [s.first("cloud", kind="deleted", pod=pod) for pod in pods]
+    removed = s.of("action", action="finalizer")[-1]
+
+    assert (finalizer["t"], finalizer["outcome"]) == (0, "ok")  # on the pool from the start
+    assert "added" in finalizer["detail"]
+    assert deleted_at == 1200
+    assert all(r["t"] == deleted_at for r in drained)
+    assert s.loops(deleted_at, until=deleted_at)[-1]["wired"] == []  # out of nginx at once
+    assert all(r["t"] - deleted_at >= 150 for r in gone)  # drain.period first
+    assert "removed" in removed["detail"]
+    assert removed["t"] >= max(r["t"] for r in gone)  # only once RunPod lists none
+    assert s.end["status"] is None
+    assert s.end["deleted"] is True
+    assert not s.of("cloud", kind="created", t=deleted_at)  # nothing replaced them
 
 
 # -- what a first-time reader of any timeline must be able to believe --------------------

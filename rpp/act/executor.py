@@ -11,6 +11,10 @@ mode decides everything:
 - DryRun: nothing changes on RunPod or in the slots; Events are still recorded.
 - Observe: nothing at all.
 
+The pool's finalizer is the exception: like its status, it is the pool object's own
+bookkeeping, so AddFinalizer and RemoveFinalizer are carried out in every mode (decide
+only ever removes it outside Manage, so a pool that left Manage can be deleted).
+
 Every effect ends in a value (`EffectResult`), never an exception escaping to the
 loop; the reconciler folds them into the status (rpp/decide/fold.py) and counts them in
 runpod_pool_actions_total. Dispatch is a `match` over the closed `Effect` union ending in
@@ -32,9 +36,12 @@ from rpp.adapters.runpod.client import RunPodClient
 from rpp.decide.ownership import owns
 from rpp.model.effects import (
     Action,
+    AddFinalizer,
     CreatePod,
     Effect,
+    Finalizer,
     RecordEvent,
+    RemoveFinalizer,
     TerminatePod,
     Unwire,
     UpdatePod,
@@ -56,6 +63,7 @@ _ACTION_REASONS = {
     "terminate": ("PodTerminating", "TerminateFailed"),
     "update": ("PodUpdating", "UpdateRefused"),
     "write-slots": ("SlotsWritten", "SlotsWriteFailed"),
+    "finalizer": ("", "FinalizerFailed"),  # the decision's own Events tell a success
 }
 
 
@@ -69,6 +77,8 @@ def action_event(done: EffectResult) -> RecordEvent | None:
     if done.detail:
         text += f": {done.detail}"
     if done.ok:
+        if not reasons[0]:
+            return None
         return RecordEvent(type="Normal", reason=reasons[0], message=text, pod_id=None)
     return RecordEvent(type="Warning", reason=reasons[1], message=text, pod_id=None)
 
@@ -97,29 +107,31 @@ class Executor:
         mode = spec.mode
         results: list[EffectResult] = []
         for effect in effects:
-            if mode is Mode.OBSERVE:
-                break
             match effect:
+                case AddFinalizer() | RemoveFinalizer():
+                    done = await self._finalizer(pool, effect)
+                case _ if mode is Mode.OBSERVE:
+                    continue
                 case RecordEvent():
                     results.append(await self.record(pool, effect, now))
+                    continue
                 case _ if mode is Mode.DRY_RUN:
                     results.append(EffectResult(effect, Result.PLANNED, effect.describe()))
+                    continue
                 case _:
                     done = await self._act(spec, effect, env, now)
-                    level = logging.INFO if done.ok else logging.WARNING
-                    log.log(
-                        level,
-                        "%s: %s",
-                        effect.describe(),
-                        done.detail or done.result.value,
-                        extra=fields(
-                            pod=effect.pod, effect=effect.action, outcome=done.result.value
-                        ),
-                    )
-                    results.append(done)
-                    notice = action_event(done)
-                    if notice is not None:
-                        results.append(await self.record(pool, notice, now))
+            level = logging.INFO if done.ok else logging.WARNING
+            log.log(
+                level,
+                "%s: %s",
+                effect.describe(),
+                done.detail or done.result.value,
+                extra=fields(pod=effect.pod, effect=effect.action, outcome=done.result.value),
+            )
+            results.append(done)
+            notice = action_event(done)
+            if notice is not None and mode is not Mode.OBSERVE:
+                results.append(await self.record(pool, notice, now))
         return results
 
     async def record(
@@ -172,6 +184,30 @@ class Executor:
             return EffectResult(effect, Result.OK, "already up to date")
         await self.kube.replace_config_map(current, data=data)
         return EffectResult(effect, Result.OK, f"wrote ConfigMap {name}")
+
+    async def _finalizer(self, pool: Mapping[str, Any], effect: Finalizer) -> EffectResult:
+        """Add or remove the controller's finalizer, over the pool's resourceVersion; a
+        finalizer someone else put there stays."""
+        meta = pool.get("metadata") or {}
+        ours = self.kube.settings.finalizer
+        current = [str(f) for f in meta.get("finalizers") or []]
+        if isinstance(effect, AddFinalizer):
+            wanted = current if ours in current else [*current, ours]
+        else:
+            wanted = [f for f in current if f != ours]
+        if wanted == current:
+            return EffectResult(effect, Result.OK, "already so")
+        try:
+            changed = await self.kube.set_pool_finalizers(
+                str(meta.get("name")),
+                finalizers=wanted,
+                resource_version=str(meta.get("resourceVersion", "")),
+            )
+        except KubeError as err:
+            return EffectResult(effect, Result.FAILED, str(err))
+        verb = "added" if isinstance(effect, AddFinalizer) else "removed"
+        version = str((changed.get("metadata") or {}).get("resourceVersion", "")) or None
+        return EffectResult(effect, Result.OK, f"{verb} finalizer {ours}", pool_version=version)
 
     async def _owned_pod(self, spec: RunPodPoolSpec, pod_id: str, name: str) -> RunPodPod | str:
         """The pod re-read from RunPod, or why the pool must not touch it."""

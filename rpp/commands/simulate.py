@@ -171,8 +171,11 @@ async def simulate(
         traffic.cancel()
         running.cancel()
         await asyncio.gather(traffic, running, return_exceptions=True)
-        final = world.kube.pool(scenario.name)
-        timeline.end(scenario.name, final.get("status") or {})
+        if world.kube.has_pool(scenario.name):
+            final = world.kube.pool(scenario.name)
+            timeline.end(scenario.name, final.get("status") or {})
+        else:  # `do: delete` and the finalizer let it go
+            timeline.end(scenario.name, None)
         await world.close()
     return timeline
 

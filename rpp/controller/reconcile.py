@@ -18,6 +18,7 @@ On 409 the pool is read again:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Mapping
@@ -35,8 +36,10 @@ from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
 from rpp.model.codec import StatusFormatError
+from rpp.model.effects import RemoveFinalizer
 from rpp.model.observations import (
     HostNotice,
+    PoolObject,
     PoolObservation,
     PrometheusReading,
     RunPodPod,
@@ -120,6 +123,11 @@ class PoolReconciler:
 
     async def _reconcile(self, obj: Mapping[str, Any], shared: Shared, name: str) -> PoolResult:
         generation = int(obj.get("metadata", {}).get("generation") or 0)
+        lifecycle = PoolObject.from_object(obj, finalizer=self.kube.settings.finalizer)
+        if lifecycle.deleting_since is not None and not lifecycle.finalizer:
+            # Our finalizer is gone (removed by us or by hand): the pool waits only for
+            # someone else's, and nothing about it is this controller's to do any more.
+            return PoolResult(name, None, (), None, False)
         try:
             status = self._read_status(name, obj.get("status") or {})
         except StatusFormatError as err:
@@ -132,6 +140,7 @@ class PoolReconciler:
             return await self._invalid(obj, status, problems, now=now, generation=generation)
         spec = pool.spec
         obs, env = await self._observe(spec, status, shared, name)
+        obs = dataclasses.replace(obs, pool=lifecycle)
         # The decision's time is when its evidence is in: a probe that timed out took its
         # 10 s, and a phase's `since` must not predate the probes that moved it.
         now = self.clock.now()
@@ -150,12 +159,30 @@ class PoolReconciler:
             pool=obj, spec=spec, effects=decision.effects, env=env, now=now
         )
         new_status = fold.fold(decision.status, results, now=now)
+        if lifecycle.deleting_since is not None and any(
+            isinstance(r.effect, RemoveFinalizer) and r.ok for r in results
+        ):
+            # The pool is gone (or waits only for others' finalizers): no status to write.
+            log.info("finalizer removed: the pool is deleted")
+            self.forget(name)
+            return PoolResult(name, decision, tuple(results), new_status, False)
         if self.metrics is not None:
             self.metrics.count(name, results)
             self.metrics.report(name, new_status, desired_min=spec.replicas.min)
         acted = any(r.result is not Result.PLANNED and r.effect.action != "event" for r in results)
+        for version in (r.pool_version for r in results if r.pool_version):
+            # This loop's own finalizer change moved the version; nobody else's did, or
+            # that change would have been refused.
+            obj = {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": version}}
         written = await self._write(obj, status, new_status, acted=acted, shared=shared)
         return PoolResult(name, decision, tuple(results), new_status, written)
+
+    def forget(self, name: str) -> None:
+        """A deleted pool: drop what this reconciler and the metrics keep about it."""
+        self._written.pop(name, None)
+        self._loaded.pop(name, None)
+        if self.metrics is not None:
+            self.metrics.forget(name)
 
     def _read_status(self, name: str, stored: Mapping[str, Any]) -> PoolStatus:
         written = self._written.get(name)
@@ -270,12 +297,18 @@ class PoolReconciler:
         name = str(obj["metadata"]["name"])
         conds = Conditions(status, now=now, generation=generation)
         listing = "; ".join(str(p) for p in problems)
+        deleting = ""
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            deleting = (
+                "the pool is being deleted, and its pods are terminated only once the spec "
+                "is fixed (or remove the finalizer to leave them: docs/operating.md); "
+            )
         conds.set(
             Cond.INVALID_SPEC,
             true=True,
             reason="ValidationFailed",
-            message=f"the spec has {len(problems)} problem(s), nothing is done until they are "
-            f"fixed: {listing}",
+            message=f"{deleting}the spec has {len(problems)} problem(s), nothing is done until "
+            f"they are fixed: {listing}",
         )
         new_status = conds.status.replace(observed_generation=generation)
         log.warning("invalid spec: %s", listing)
@@ -342,6 +375,9 @@ class PoolReconciler:
         except StatusFormatError:
             return None
         obs, _env = await self._observe(pool.spec, status, shared, pool.name)
+        obs = dataclasses.replace(
+            obs, pool=PoolObject.from_object(fresh, finalizer=self.kube.settings.finalizer)
+        )
         now = self.clock.now()
         decision = decide(
             pool=pool.name,

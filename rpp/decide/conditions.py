@@ -28,6 +28,7 @@ class Cond(StrEnum):
     UPDATE_FAILED = "UpdateFailed"
     AUTOSCALING_METRIC_UNAVAILABLE = "AutoscalingMetricUnavailable"
     UNREADABLE_PODS = "UnreadablePods"
+    DELETION_BLOCKED = "DeletionBlocked"
 
 
 # Every condition is a problem when True, so a change to True is a Warning Event.

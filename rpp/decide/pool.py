@@ -17,6 +17,11 @@ the size), shrinking one pod at a time, the rolling image update, and the slots
   records keep describing reality, so a member whose step needs an action (a wire, a
   terminate...) keeps its previous phase, refreshed with this loop's facts.
 - Observe: the same judgement, nothing planned: status, metrics and SD only.
+
+The pool object's finalizer is bookkeeping, carried out in every mode: a Manage pool gets
+it (so deleting the pool waits for its pods), a pool in another mode loses it (those
+modes never terminate pods). A pool being deleted skips the steps above for
+rpp/decide/deletion.py.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from rpp.decide import capacity, judgement, steps, surge_first, unreadable
+from rpp.decide import capacity, deletion, judgement, steps, surge_first, unreadable
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
@@ -39,7 +44,15 @@ from rpp.decide.nginx_slots import (
 from rpp.decide.ownership import owned_pods
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSignals, refresh
-from rpp.model.effects import Effect, RecordEvent, TerminatePod, WriteSlots
+from rpp.model.effects import (
+    AddFinalizer,
+    Effect,
+    Finalizer,
+    RecordEvent,
+    RemoveFinalizer,
+    TerminatePod,
+    WriteSlots,
+)
 from rpp.model.members import MemberRecord, Phase
 from rpp.model.observations import PoolObservation
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
@@ -74,6 +87,9 @@ def decide(
     conds = Conditions(status, now=now, generation=generation)
     conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
     loop = LoopState(pool, spec, obs, now, conds, proxy_url, settings_for(spec))
+    if obs.pool.deleting_since is not None:
+        deletion.step(loop)
+        return _finish(loop, generation=generation, desired=0)
     if obs.pods is None:
         conds.set(
             Cond.NOT_ACTING,
@@ -228,11 +244,11 @@ def _drive_members(
 
 
 def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
-    """Conditions' Events, the summary fields, the plan; Observe keeps no effects."""
+    """Conditions' Events, the summary fields, the plan; Observe keeps only the finalizer's."""
     mode = loop.spec.mode
     status = loop.conds.status
-    effects = [*loop.effects, *loop.conds.events()]
-    actions = [e for e in effects if not isinstance(e, RecordEvent)]
+    effects = [*loop.effects, *loop.conds.events(), *_finalizer(loop)]
+    actions = [e for e in effects if not isinstance(e, RecordEvent | Finalizer)]
     status = status.replace(
         mode=mode.value,
         observed_generation=generation,
@@ -242,16 +258,38 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
     ).with_plan(actions if mode is Mode.DRY_RUN else ())
     status = status.pruned(loop.now)
     if mode is Mode.OBSERVE:
-        effects = []
+        effects = [e for e in effects if isinstance(e, Finalizer)]
     for effect in actions if mode is not Mode.OBSERVE else ():
         loop.note(
             ("would: " if mode is Mode.DRY_RUN else "") + effect.describe(),
             pod=effect.pod,
             effect=effect.action,
         )
+    for bookkeeping in (e for e in effects if isinstance(e, Finalizer)):
+        loop.note(bookkeeping.describe(), effect=bookkeeping.action)
     return Decision(
         status=status,
         effects=tuple(effects),
         log=tuple(loop.log),
         transitions=tuple(loop.transitions),
     )
+
+
+def _finalizer(loop: LoopState) -> list[Effect]:
+    """A Manage pool carries the finalizer; one in another mode does not (its removal
+    during a deletion is rpp/decide/deletion.py's)."""
+    held, manage = loop.obs.pool.finalizer, loop.spec.mode is Mode.MANAGE
+    if loop.obs.pool.deleting_since is not None or held == manage:
+        return []
+    if manage:
+        policy = loop.spec.deletion_policy
+        what = "its pods are terminated" if policy == "Delete" else "its pods are named"
+        return [
+            AddFinalizer(reason=f"deleting the pool waits until {what} (deletionPolicy {policy})")
+        ]
+    return [
+        RemoveFinalizer(
+            reason=f"the pool is in {loop.spec.mode.value}, which never terminates pods: "
+            "deleting it leaves them running"
+        )
+    ]

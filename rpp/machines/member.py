@@ -10,7 +10,8 @@ class into docs/diagrams/ and the README table, so the names below are what user
 
 Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain`
 (Ready -> Draining for an image update or a scale-down), `replacement_wired`
-(Flagged -> Draining) and `retire` (Warming -> Terminating when the pool shrinks).
+(Flagged -> Draining), `retire` (Warming -> Terminating when the pool shrinks) and
+`delete` (every member on its way out: the pool is being deleted).
 An event none of whose transitions applies is a no-op
 (`allow_event_without_transition`): a quiet loop takes no transition at all, which
 is most loops of most members and a third cheaper than an internal self-transition
@@ -88,11 +89,21 @@ class MemberMachine(StateMachine):
     drain = ready.to(draining, validators="valid_drain_order", on="start_drain")
     replacement_wired = flagged.to(draining, on="drain_replaced")
     retire = warming.to(terminating, on="terminate_retired")
+    # A serving member drains first (in-flight requests finish); one that serves
+    # nothing goes at once. Draining re-marks its drain so no update follows it.
+    delete = (
+        ready.to(draining, on="drain_for_deletion")
+        | flagged.to(draining, on="drain_for_deletion")
+        | draining.to(draining, on="drain_for_deletion")
+        | warming.to(terminating, on="terminate_for_deletion")
+        | updating.to(terminating, on="terminate_for_deletion")
+    )
 
     ORDERS: ClassVar[dict[str, str]] = {
         "drain": "the pool chose it for an image update or a scale-down",
         "replacement_wired": "its replacement is wired",
         "retire": "the pool shrinks and it is not serving yet (scale-down takes these first)",
+        "delete": "the pool is being deleted with deletionPolicy Delete",
     }
     """When the pool sends each of its orders (they have no guards; the docs show this)."""
 
@@ -386,6 +397,16 @@ class MemberMachine(StateMachine):
         self.view.change(drain_reason=DrainReason.SCALE_DOWN.value)
         self._terminate(text, now=now, cooldown=False)
         self._event("Normal", "PodRetired", text)
+
+    def drain_for_deletion(self) -> None:
+        """Unwire if wired"""
+        self._unwire("the pool is being deleted")
+        self.view.change(drain_reason=DrainReason.POOL_DELETED.value, update=None)
+
+    def terminate_for_deletion(self, now: dt.datetime) -> None:
+        """TerminatePod"""
+        self.drain_for_deletion()
+        self._terminate("the pool is being deleted", now=now, cooldown=False)
 
     def retry_terminate(self, now: dt.datetime) -> None:
         """TerminatePod again"""

@@ -107,6 +107,11 @@ def retire(record: MemberRecord, *, signals: MemberSignals, now: dt.datetime) ->
     return _run(record, "retire", signals=signals, now=now)
 
 
+def delete(record: MemberRecord, *, signals: MemberSignals, now: dt.datetime) -> MemberStep:
+    """The pool is being deleted: drain the member if it serves, else terminate it."""
+    return _run(record, "delete", signals=signals, now=now)
+
+
 def new_member(
     pod: RunPodPod,
     *,

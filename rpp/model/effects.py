@@ -17,7 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-ActionKind = Literal["create", "terminate", "update", "wire", "unwire", "write-slots", "event"]
+ActionKind = Literal[
+    "create", "terminate", "update", "wire", "unwire", "write-slots", "event", "finalizer"
+]
 EventType = Literal["Normal", "Warning"]
 
 
@@ -189,6 +191,42 @@ class RecordEvent:
         return f"event {self.type} {self.reason}: {self.message}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class AddFinalizer:
+    """Put the controller's finalizer on the pool, so deleting it waits for its pods.
+
+    Only a Manage pool carries it: the other modes never terminate pods.
+    """
+
+    action: ClassVar[ActionKind] = "finalizer"
+    reason: str
+
+    @property
+    def pod(self) -> None:
+        return None
+
+    def describe(self) -> str:
+        return f"add the pool's finalizer: {self.reason}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoveFinalizer:
+    """Take the controller's finalizer off the pool; a pool being deleted then goes."""
+
+    action: ClassVar[ActionKind] = "finalizer"
+    reason: str
+
+    @property
+    def pod(self) -> None:
+        return None
+
+    def describe(self) -> str:
+        return f"remove the pool's finalizer: {self.reason}"
+
+
 Action = CreatePod | TerminatePod | UpdatePod | Wire | Unwire | WriteSlots
 """An effect that changes something (a pod, a slot): DryRun plans these, Manage acts."""
-Effect = Action | RecordEvent
+Finalizer = AddFinalizer | RemoveFinalizer
+"""The pool object's own bookkeeping, like its status: carried out in every mode, never
+planned (Observe and DryRun only ever remove it, so a pool that left Manage can go)."""
+Effect = Action | RecordEvent | Finalizer

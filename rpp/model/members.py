@@ -44,6 +44,7 @@ class DrainReason(StrEnum):
     REPLACE = "replace"  # its replacement is wired (it was Flagged)
     UPDATE = "update"  # in-place image update follows the drain
     SCALE_DOWN = "scale-down"  # the pool shrinks
+    POOL_DELETED = "pool-deleted"  # the pool is being deleted (deletionPolicy Delete)
 
 
 class UpdateStep(StrEnum):

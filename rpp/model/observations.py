@@ -14,6 +14,9 @@ import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+from rpp.model.timestamps import from_rfc3339
 
 
 class PodStatus(StrEnum):
@@ -145,6 +148,32 @@ class SecretState:
 
 
 @dataclass(frozen=True)
+class PoolObject:
+    """What the pool object's own metadata says.
+
+    `deleting_since` is its deletionTimestamp (someone deleted it and a finalizer holds
+    it); `finalizer` says whether it carries the controller's finalizer.
+    """
+
+    deleting_since: dt.datetime | None = None
+    finalizer: bool = False
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any], *, finalizer: str) -> PoolObject:
+        """From the pool as the API server returns it; `finalizer` is the controller's."""
+        meta = obj.get("metadata") or {}
+        deleting = meta.get("deletionTimestamp")
+        since = None
+        if deleting:
+            try:
+                since = from_rfc3339(str(deleting))
+            except ValueError:  # the API server writes RFC 3339; set at all means deleted
+                since = dt.datetime.fromtimestamp(0, dt.UTC)
+        held = finalizer in (meta.get("finalizers") or [])
+        return cls(deleting_since=since, finalizer=held)
+
+
+@dataclass(frozen=True)
 class PoolObservation:
     """Everything observe gathered for one pool in one loop.
 
@@ -166,3 +195,4 @@ class PoolObservation:
     slots: Mapping[str, str] | None = None
     slots_error: str | None = None
     secret: SecretState = field(default_factory=SecretState)
+    pool: PoolObject = field(default_factory=PoolObject)

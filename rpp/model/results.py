@@ -50,6 +50,9 @@ class EffectResult:
     detail: str = ""
     pod: RunPodPod | None = None
     capacity: CapacityRefusal | None = None  # set when a create found no GPU anywhere
+    # The pool's resourceVersion after a finalizer change: the change was made over the
+    # version the loop read, so the status write may go over this one.
+    pool_version: str | None = None
 
     @property
     def ok(self) -> bool:

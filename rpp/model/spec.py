@@ -266,6 +266,10 @@ class RunPodPoolSpec(Section):
     """Per-pod Prometheus queries."""
     health: Health = Field(default_factory=Health)
     """Health rules."""
+    deletion_policy: Literal["Delete", "Retain"] = "Delete"
+    """What deleting the pool does to its pods in Manage: Delete drains and terminates every
+    owned pod before the pool goes (a finalizer holds it until then); Retain leaves them
+    running and names them in an Event."""
 
     @property
     def mode(self) -> Mode:

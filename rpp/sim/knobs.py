@@ -4,8 +4,9 @@ Where it sits: between the scenario file (rpp/sim/scenario.py) and the world
 (rpp/sim/world.py), outside observe -> decide -> act. Each event turns one knob of the
 fake cloud (stock, a machine note, a pod terminated in the console), of one fake pod
 (die, hang, slow, errors, recover, restart), of the fake Prometheus (load), of the
-in-memory Kubernetes (apply: a human's merge patch) or of the controller itself
-(controller-restart), and says in words what happened for the timeline.
+in-memory Kubernetes (apply: a human's merge patch; delete: `kubectl delete rpp`) or of
+the controller itself (controller-restart), and says in words what happened for the
+timeline.
 
 `pod: N` is the Nth pool pod by creation, counting pods already gone, so a scenario can
 name a replacement before it exists; an event for a pod that does not exist (yet, or any
@@ -80,7 +81,23 @@ async def _turn(world: World, event: ScenarioEvent, *, pool: str) -> str:
     if event.do == "controller-restart":
         await world.restart_controller()
         return "the controller process is replaced by a new one"
+    if event.do == "delete":
+        return _delete(world, pool)
     return _pod_knob(world, event, pool=pool)
+
+
+def _delete(world: World, pool: str) -> str:
+    """`kubectl delete rpp <pool>`: the API server marks a pool with finalizers, and
+    deletes one without at once."""
+    if not world.kube.has_pool(pool):
+        return f"kubectl delete rpp {pool}: it is already gone"
+    world.kube.delete_pool(pool)
+    if world.kube.has_pool(pool):
+        return (
+            f"kubectl delete rpp {pool}: marked for deletion; the controller's finalizer "
+            "holds it until the pool's deletionPolicy is carried out"
+        )
+    return f"kubectl delete rpp {pool}: deleted at once (no finalizer held it)"
 
 
 def _pod_knob(world: World, event: ScenarioEvent, *, pool: str) -> str:

@@ -194,6 +194,10 @@ class MemoryKubeApi:
         """The pool as stored, for assertions."""
         return self._copy(self._pools[name])
 
+    def has_pool(self, name: str) -> bool:
+        """Whether the pool exists (a deleted one held by a finalizer still does)."""
+        return name in self._pools
+
     def config_map(self, name: str) -> StoredConfigMap | None:
         """The ConfigMap as stored, for assertions."""
         found = self._config_maps.get(name)

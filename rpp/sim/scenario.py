@@ -55,6 +55,7 @@ EVENTS: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {
     "load": (False, ("value",), ()),
     "apply": (False, ("patch",), ()),
     "controller-restart": (False, (), ()),
+    "delete": (False, (), ()),
 }
 
 

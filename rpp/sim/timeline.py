@@ -143,8 +143,12 @@ class Timeline:
     def scenario(self, do: str, detail: str) -> None:
         self.emit("scenario", do=do, detail=detail)
 
-    def end(self, pool: str, status: Mapping[str, Any]) -> None:
-        self.emit("end", pool=pool, status=dict(status))
+    def end(self, pool: str, status: Mapping[str, Any] | None) -> None:
+        """The final table; `status` None when the pool was deleted during the run."""
+        if status is None:
+            self.emit("end", pool=pool, status=None, deleted=True)
+        else:
+            self.emit("end", pool=pool, status=dict(status))
 
     # -- text ----------------------------------------------------------------------------
 
@@ -179,6 +183,8 @@ class Timeline:
         if kind == "scenario":
             return f"{at}  ! {r['detail']}"
         if kind == "end":
+            if r["status"] is None:
+                return f"\nRunPodPool {r['pool']} is deleted: no status is left to show."
             return "\n" + member_table(r["pool"], r["status"], start=self.start)
         return None
 

@@ -9,14 +9,17 @@ import pytest
 
 from rpp.controller import reconcile
 from rpp.decide.pool import Decision, decide
-from rpp.model.effects import RecordEvent
+from rpp.model.effects import Finalizer, RecordEvent
 from rpp.model.spec import RunPodPoolSpec
 from tests.stories.test_replacement import healthy_pool, ready_pods
 from tests.stories.world_kit import Story, pool_manifest, story
 
 
 def actions(decision: Decision) -> list[str]:
-    return [e.describe() for e in decision.effects if not isinstance(e, RecordEvent)]
+    """What a plan shows: neither Events nor the pool's finalizer (bookkeeping, done in
+    every mode, like the status)."""
+    kept = (e for e in decision.effects if not isinstance(e, RecordEvent | Finalizer))
+    return [e.describe() for e in kept]
 
 
 def test_dry_run_plans_exactly_the_actions_manage_performs(

@@ -48,6 +48,12 @@ class KubeSettings:
     def pool_api_version(self) -> str:
         return f"{self.crd_group}/{self.crd_version}"
 
+    @property
+    def finalizer(self) -> str:
+        """The finalizer on every Manage pool: it applies spec.deletionPolicy before the
+        pool goes (rpp/decide/deletion.py)."""
+        return f"{self.crd_group}/deletion-policy"
+
 
 def describe_target(resource: str, name: str | None, namespace: str) -> str:
     """`configmaps 'inference-nginx-slots' in namespace runpod`, for messages."""
