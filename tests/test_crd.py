@@ -165,6 +165,14 @@ SCHEMA_REJECTS: dict[str, tuple[dict[str, Any], str]] = {
         {"replicas": {"min": 2}, "limits": {"maxPods": 1}},
         "limits.maxPods must not be below",
     ),
+    "more parallel updates than pods": (
+        {"replicas": {"min": 2}, "rollout": {"maxParallel": 3}},
+        "rollout.maxParallel must not be above replicas.max",
+    ),
+    "canary latency ratio not above 1": (
+        {"rollout": {"canary": {"maxLatencyRatio": 1}}},
+        "less than or equal to the minimum",
+    ),
 }
 
 

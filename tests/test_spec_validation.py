@@ -89,6 +89,11 @@ def test_empty_spec_gets_every_seed_default() -> None:
     assert (rules.relative_latency.threshold, rules.relative_latency.duration) == (4, 600)
     assert (rules.error_rate.threshold, rules.error_rate.duration) == (0.05, 300)
     assert rules.host_notice is False
+    canary = spec.rollout.canary
+    assert (canary.enabled, canary.bake, canary.min_requests) == (True, 600, 100)
+    assert (canary.max_error_ratio_increase, canary.max_latency_ratio) == (0.02, 1.5)
+    assert spec.rollout.max_parallel == 1
+    assert spec.prometheus.request_rate_query is None
 
 
 def test_derived_defaults_follow_the_pool_name_and_min() -> None:
@@ -198,6 +203,30 @@ INVALID_CASES: dict[str, tuple[dict[str, Any], str]] = {
         "spec.probe.timeout: 1s must be longer than health.replaceWhen.slowScrape.threshold",
     ),
     "max pods below min": ({"limits__maxPods": 1}, "spec.limits.maxPods: 1 is below replicas.min"),
+    "no parallel update": (
+        {"rollout__maxParallel": 0},
+        "spec.rollout.maxParallel: 0 is below 1; use 1 or more",
+    ),
+    "more parallel updates than pods": (
+        {"rollout__maxParallel": 4},
+        "spec.rollout.maxParallel: 4 is above replicas.max (3): no more than 3 pods",
+    ),
+    "canary latency ratio not above 1": (
+        {"rollout__canary__maxLatencyRatio": 1},
+        "spec.rollout.canary.maxLatencyRatio: 1.0 must be greater than 1",
+    ),
+    "canary error increase above 1": (
+        {"rollout__canary__maxErrorRatioIncrease": 2},
+        "spec.rollout.canary.maxErrorRatioIncrease: 2.0 is above the maximum 1",
+    ),
+    "canary bake of zero": (
+        {"rollout__canary__bake": "0s"},
+        "spec.rollout.canary.bake: '0s' must be longer than zero",
+    ),
+    "canary negative requests": (
+        {"rollout__canary__minRequests": -1},
+        "spec.rollout.canary.minRequests: -1 is negative",
+    ),
 }
 
 

@@ -1,7 +1,8 @@
 """The RunPodPool spec: every field, its type, default and documentation, in one model.
 
-Where it sits: the model layer, below everything. These frozen pydantic models are the
-single source of truth for the spec: `rpp.model.spec_load` validates what a user wrote
+Where it sits: the model layer, below everything. These frozen pydantic models (the
+sections that judge pods and releases, probe to rollout, live in `rpp.model.spec_health`
+and are re-exported here) are the single source of truth for the spec: `rpp.model.spec_load` validates what a user wrote
 against them (and turns pydantic's errors into the sentences `rpp validate` prints), and
 `rpp.model.crd` generates the CustomResourceDefinition from their JSON schema, so the two
 cannot disagree. A rule between fields is written twice, side by side in this module: in
@@ -24,6 +25,18 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from rpp.model.durations import format_duration
 from rpp.model.spec_fields import Duration, Names, PodIds, Section, cel, problems
+from rpp.model.spec_health import (
+    Canary,
+    ErrorRateRule,
+    Health,
+    Probe,
+    Prometheus,
+    RelativeLatencyRule,
+    ReplaceWhen,
+    Rollout,
+    SlowScrapeRule,
+    UnreachableRule,
+)
 
 API_GROUP = "runpodpool.ownego.com"
 API_VERSION = "v1alpha1"
@@ -127,76 +140,6 @@ class Nginx(Section):
     """Slot ports nginx has, from basePort up; must cover replicas.max + 1."""
 
 
-class Probe(Section):
-    health_path: str = Field(default="/health", pattern=r"^/")
-    """Path that answers 200 when healthy."""
-    metrics_path: str = Field(default="/metrics", pattern=r"^/")
-    """Prometheus metrics path."""
-    token_param: str = "token"
-    """Query parameter that carries the metrics token."""
-    require_metric: str | None = None
-    """A metric name the metrics page must contain."""
-    timeout: Duration = 10.0
-    """Per-request probe timeout; above the SlowScrape threshold."""
-
-
-class Prometheus(Section):
-    job: str
-    """Scrape job name; replaces $job. Default: <pool>-pods."""
-    latency_query: str | None = None
-    """PromQL: average request time per pod, one series per runpod_pod label."""
-    error_ratio_query: str | None = None
-    """PromQL: 5xx share of requests per pod, one series per runpod_pod label."""
-
-
-class UnreachableRule(Section):
-    duration: Duration = 120.0
-    """Flag after the health or metrics probe fails this long."""
-
-
-class SlowScrapeRule(Section):
-    threshold: Duration = 2.0
-    """A metrics probe slower than this is a breach."""
-    duration: Duration = 600.0
-    """Flag after breaching this long."""
-
-
-class RelativeLatencyRule(Section):
-    threshold: float = Field(default=4.0, gt=1)
-    """Breach when a pod's average request time is above this many times the median of the
-    other pods."""
-    duration: Duration = 600.0
-    """Flag after breaching this long."""
-
-
-class ErrorRateRule(Section):
-    threshold: float = Field(default=0.05, gt=0, le=1)
-    """Breach when the 5xx share of requests is above this ratio."""
-    duration: Duration = 300.0
-    """Flag after breaching this long."""
-
-
-class ReplaceWhen(Section):
-    unreachable: UnreachableRule = Field(default_factory=UnreachableRule)
-    """Unreachable rule."""
-    slow_scrape: SlowScrapeRule = Field(default_factory=SlowScrapeRule)
-    """SlowScrape rule."""
-    relative_latency: RelativeLatencyRule = Field(default_factory=RelativeLatencyRule)
-    """RelativeLatency rule; needs prometheus.latencyQuery."""
-    error_rate: ErrorRateRule = Field(default_factory=ErrorRateRule)
-    """ErrorRate rule; needs errorRatioQuery."""
-    host_notice: bool = False
-    """Replace pods whose machine has a RunPod note or maintenance window (otherwise only the
-    HostNotice condition)."""
-
-
-class Health(Section):
-    warmup_timeout: Duration = 900.0
-    """A new pod not passing 3 probes in a row by then is terminated."""
-    replace_when: ReplaceWhen = Field(default_factory=ReplaceWhen)
-    """When a pod is flagged for replacement."""
-
-
 class RunPodPoolSpec(Section):
     """The whole spec of one pool, every default resolved."""
 
@@ -218,6 +161,11 @@ class RunPodPoolSpec(Section):
         (
             "!has(self.limits.maxPods) || self.limits.maxPods >= self.replicas.min",
             "limits.maxPods must not be below replicas.min",
+        ),
+        (
+            "self.rollout.maxParallel <= "
+            "(has(self.replicas.max) ? self.replicas.max : self.replicas.min)",
+            "rollout.maxParallel must not be above replicas.max",
         ),
     )
 
@@ -270,6 +218,8 @@ class RunPodPoolSpec(Section):
     """What deleting the pool does to its pods in Manage: Delete drains and terminates every
     owned pod before the pool goes (a finalizer holds it until then); Retain leaves them
     running and names them in an Event."""
+    rollout: Rollout = Field(default_factory=Rollout)
+    """How a new image rolls out: a canary judged against its peers, then the rest."""
 
     @property
     def mode(self) -> Mode:
@@ -363,6 +313,12 @@ def cross_field_problems(spec: RunPodPoolSpec) -> Iterator[tuple[str, str]]:
         )
     if spec.metrics_token_key and not spec.env_from_secret:
         yield ".metricsTokenKey", "needs envFromSecret: the token is read from that Secret"
+    if spec.rollout.max_parallel > r.max:
+        yield (
+            ".rollout.maxParallel",
+            f"{spec.rollout.max_parallel} is above replicas.max ({r.max}): no more than "
+            f"{r.max} pods can update at once; lower it",
+        )
     slow = spec.health.replace_when.slow_scrape.threshold
     if spec.probe.timeout <= slow:
         yield (
@@ -371,3 +327,26 @@ def cross_field_problems(spec: RunPodPoolSpec) -> Iterator[tuple[str, str]]:
             f"health.replaceWhen.slowScrape.threshold ({format_duration(slow)}), "
             "or slow scrapes would count as failures",
         )
+
+
+__all__ = [
+    "Autoscaling",
+    "Canary",
+    "Datacenters",
+    "Drain",
+    "ErrorRateRule",
+    "Health",
+    "Limits",
+    "Mode",
+    "Nginx",
+    "Probe",
+    "Prometheus",
+    "RelativeLatencyRule",
+    "ReplaceWhen",
+    "Replicas",
+    "Rollout",
+    "RunPodPoolSpec",
+    "SlowScrapeRule",
+    "UnreachableRule",
+    "cross_field_problems",
+]
