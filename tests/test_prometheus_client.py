@@ -46,6 +46,7 @@ EXAMPLE = example_spec()
 JOB = EXAMPLE.prometheus.job
 LATENCY_Q = EXAMPLE.prometheus.latency_query or ""
 ERROR_Q = EXAMPLE.prometheus.error_ratio_query or ""
+REQUESTS_Q = EXAMPLE.prometheus.request_rate_query or ""
 AUTOSCALE_Q = 'count(up{job="$job"} == 1)'
 LATENCIES = {"pod-a": 0.01, "pod-b": 0.01, "pod-c": 0.08}
 
@@ -128,12 +129,17 @@ def queries(**kwargs: str) -> PoolQueries:
     return PoolQueries(job=JOB, **kwargs)
 
 
-async def test_latency_error_ratio_and_autoscaling_value_keyed_by_runpod_pod(
+async def test_latency_error_ratio_request_rate_and_autoscaling_value_keyed_by_runpod_pod(
     scraped_pool: ScrapedPool, http: httpx.AsyncClient
 ) -> None:
     client = PrometheusClient(base_url=scraped_pool.url, client=http)
     reading = await client.read(
-        queries(latency_query=LATENCY_Q, error_ratio_query=ERROR_Q, autoscaling_query=AUTOSCALE_Q)
+        queries(
+            latency_query=LATENCY_Q,
+            error_ratio_query=ERROR_Q,
+            request_rate_query=REQUESTS_Q,
+            autoscaling_query=AUTOSCALE_Q,
+        )
     )
     assert reading.problems == ()
     assert set(reading.per_pod) == set(LATENCIES)
@@ -151,6 +157,8 @@ async def test_latency_error_ratio_and_autoscaling_value_keyed_by_runpod_pod(
     assert errors["pod-b"] is not None
     # 25% fail at random: over at least 40 requests, 3 standard deviations either side.
     assert 0.05 < errors["pod-b"] < 0.6
+    rates = {p: m.request_rate for p, m in reading.per_pod.items()}
+    assert all(rate is not None and rate > 0 for rate in rates.values()), rates
     assert reading.autoscaling_value == 3.0
 
 
@@ -323,7 +331,11 @@ def test_job_is_substituted_into_every_query() -> None:
 @pytest.mark.parametrize("enabled", [True, False])
 def test_queries_come_from_the_pool_spec(enabled: bool) -> None:
     raw = {
-        "prometheus": {"latencyQuery": LATENCY_Q, "errorRatioQuery": ERROR_Q},
+        "prometheus": {
+            "latencyQuery": LATENCY_Q,
+            "errorRatioQuery": ERROR_Q,
+            "requestRateQuery": REQUESTS_Q,
+        },
         "autoscaling": {"enabled": enabled, "query": AUTOSCALE_Q},
     }
     pool, problems = load_spec("inference", raw)
@@ -332,6 +344,7 @@ def test_queries_come_from_the_pool_spec(enabled: bool) -> None:
     assert queries_from_spec(pool).configured() == {
         "latencyQuery": LATENCY_Q.replace("$job", JOB),
         "errorRatioQuery": ERROR_Q.replace("$job", JOB),
+        "requestRateQuery": REQUESTS_Q.replace("$job", JOB),
         **({"autoscaling.query": AUTOSCALE_Q.replace("$job", JOB)} if enabled else {}),
     }
 

@@ -100,6 +100,7 @@ def _prometheus_condition(
         for name, query in (
             ("latencyQuery (RelativeLatency)", spec.prometheus.latency_query),
             ("errorRatioQuery (ErrorRate)", spec.prometheus.error_ratio_query),
+            ("requestRateQuery (the canary's request count)", spec.prometheus.request_rate_query),
         )
         if query
     ]

@@ -112,6 +112,7 @@ class PodMetrics:
 
     latency_s: float | None = None
     error_ratio: float | None = None
+    request_rate: float | None = None  # requests per second (prometheus.requestRateQuery)
 
 
 @dataclass(frozen=True)

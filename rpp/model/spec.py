@@ -2,11 +2,12 @@
 
 Where it sits: the model layer, below everything. These frozen pydantic models (the
 sections that judge pods and releases, probe to rollout, live in `rpp.model.spec_health`
-and are re-exported here) are the single source of truth for the spec: `rpp.model.spec_load` validates what a user wrote
-against them (and turns pydantic's errors into the sentences `rpp validate` prints), and
-`rpp.model.crd` generates the CustomResourceDefinition from their JSON schema, so the two
-cannot disagree. A rule between fields is written twice, side by side in this module: in
-Python (`cross_field_problems`) and as the CEL rule the API server checks
+and are re-exported here) are the single source of truth for the spec:
+`rpp.model.spec_load` validates what a user wrote against them (and turns pydantic's
+errors into the sentences `rpp validate` prints), and `rpp.model.crd` generates the
+CustomResourceDefinition from their JSON schema, so the two cannot disagree. A rule
+between fields is written twice, side by side in this module: in Python
+(`cross_field_problems`) and as the CEL rule the API server checks
 (`x-kubernetes-validations` in the class's config).
 
 Decide code receives a fully resolved `RunPodPoolSpec`: derived defaults (namePrefix,

@@ -1,7 +1,8 @@
 """Ask Prometheus for the pool's per-pod latency, 5xx share and autoscaling value.
 
 Part of observe. Once a loop, for each pool, the client runs the pool's instant queries
-(`prometheus.latencyQuery`, `prometheus.errorRatioQuery`, `autoscaling.query`) against
+(`prometheus.latencyQuery`, `prometheus.errorRatioQuery`, `prometheus.requestRateQuery`,
+`autoscaling.query`) against
 PROMETHEUS_URL, with `$job` replaced by `prometheus.job`, and returns one
 `PrometheusReading`: per-pod values keyed by the `runpod_pod` label, which the /sd feed
 sets on every scrape target, plus the autoscaling value.
@@ -43,9 +44,16 @@ log = layer_logger("rpp.observe")
 POD_LABEL = "runpod_pod"
 LATENCY = "latencyQuery"
 ERROR_RATIO = "errorRatioQuery"
+REQUEST_RATE = "requestRateQuery"
 AUTOSCALING = "autoscaling.query"
+PER_POD = (LATENCY, ERROR_RATIO, REQUEST_RATE)
 # What each query feeds: named in problem lines so the condition says what is off.
-FEEDS = {LATENCY: "RelativeLatency", ERROR_RATIO: "ErrorRate", AUTOSCALING: "autoscaling"}
+FEEDS = {
+    LATENCY: "RelativeLatency",
+    ERROR_RATIO: "ErrorRate",
+    REQUEST_RATE: "the canary's request count",
+    AUTOSCALING: "autoscaling",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +63,7 @@ class PoolQueries:
     job: str
     latency_query: str | None = None
     error_ratio_query: str | None = None
+    request_rate_query: str | None = None
     autoscaling_query: str | None = None
 
     def configured(self) -> dict[str, str]:
@@ -62,6 +71,7 @@ class PoolQueries:
         queries = {
             LATENCY: self.latency_query,
             ERROR_RATIO: self.error_ratio_query,
+            REQUEST_RATE: self.request_rate_query,
             AUTOSCALING: self.autoscaling_query,
         }
         return {name: q.replace("$job", self.job) for name, q in queries.items() if q}
@@ -73,6 +83,7 @@ def queries_from_spec(pool: spec.RunPodPoolSpec) -> PoolQueries:
         job=pool.prometheus.job,
         latency_query=pool.prometheus.latency_query,
         error_ratio_query=pool.prometheus.error_ratio_query,
+        request_rate_query=pool.prometheus.request_rate_query,
         autoscaling_query=pool.autoscaling.query if pool.autoscaling.enabled else None,
     )
 
@@ -111,7 +122,7 @@ class PrometheusClient:
         answers = await asyncio.gather(
             *(self.instant(wanted[n]) for n in names), return_exceptions=True
         )
-        per_pod: dict[str, dict[str, float]] = {LATENCY: {}, ERROR_RATIO: {}}
+        per_pod: dict[str, dict[str, float]] = {name: {} for name in PER_POD}
         autoscaling_value: float | None = None
         problems: list[str] = []
         no_data: set[str] = set()
@@ -128,11 +139,13 @@ class PrometheusClient:
             if problem:
                 no_data.add(name)
                 problems.append(f"{name}: {problem}; {FEEDS[name]} is off this loop")
-        pods = per_pod[LATENCY].keys() | per_pod[ERROR_RATIO].keys()
+        pods = set().union(*(per_pod[name].keys() for name in PER_POD))
         reading = PrometheusReading(
             per_pod={
                 p: PodMetrics(
-                    latency_s=per_pod[LATENCY].get(p), error_ratio=per_pod[ERROR_RATIO].get(p)
+                    latency_s=per_pod[LATENCY].get(p),
+                    error_ratio=per_pod[ERROR_RATIO].get(p),
+                    request_rate=per_pod[REQUEST_RATE].get(p),
                 )
                 for p in sorted(pods)
             },

@@ -1,4 +1,4 @@
-"""A fake Prometheus query API for the simulator, answering a pool's three queries.
+"""A fake Prometheus query API for the simulator, answering a pool's four queries.
 
 Where it sits: outside observe -> decide -> act, on the world's side, like the fake
 RunPod cloud. The controller's real `PrometheusClient` sends its instant queries here
@@ -7,13 +7,15 @@ PROMETHEUS_URL.
 
 A pool's queries are arbitrary PromQL, and evaluating PromQL is not this module's job.
 It recognises each query instead: the world tells it which text is which pool's
-`prometheus.latencyQuery`, `prometheus.errorRatioQuery` or `autoscaling.query` (with
-`$job` replaced), and it answers from the fake pods' own numbers:
+`prometheus.latencyQuery`, `prometheus.errorRatioQuery`, `prometheus.requestRateQuery` or
+`autoscaling.query` (with `$job` replaced), and it answers from the fake pods' own numbers:
 
 - latency: per pod, the mean duration of the requests the pod answered within the
   window, as `rate(sum) / rate(count)` of its request-duration histogram would;
 - error ratio: per pod, the share of those answers that were 5xx, as
   `rate(failed) / rate(total)` would;
+- request rate: per pod, the answers within the window per second, as `rate(total)`
+  would (0, not NaN, for a target without answers: a counter that did not move);
 - autoscaling: the value the scenario's last `load` event set (0 until then).
 
 The window is the first range selector in the query (`[5m]`), 5 minutes without one.
@@ -36,7 +38,7 @@ from urllib.parse import parse_qs
 
 from rpp.adapters.clock import Clock
 from rpp.model.durations import DurationError, parse_duration
-from rpp.observe.prometheus import AUTOSCALING, ERROR_RATIO, LATENCY, POD_LABEL
+from rpp.observe.prometheus import AUTOSCALING, ERROR_RATIO, LATENCY, POD_LABEL, REQUEST_RATE
 from rpp.sim.asgi_io import Receive, Scope, Send, read_request, reject_non_http, send_json
 
 DEFAULT_WINDOW_S = 300.0
@@ -101,12 +103,14 @@ class FakePrometheus:
         if found is None:
             raise QueryError(
                 "the simulator's Prometheus answers only the pools' latencyQuery, "
-                f"errorRatioQuery and autoscaling.query, not {promql.strip()[:80]!r}"
+                "errorRatioQuery, requestRateQuery and autoscaling.query, "
+                f"not {promql.strip()[:80]!r}"
             )
         pool, field = found
         if field == AUTOSCALING:
             return [({}, self.loads.get(pool, 0.0))]
-        since = self.clock.now().timestamp() - window_of(promql)
+        window = window_of(promql)
+        since = self.clock.now().timestamp() - window
         result = []
         for pod in sorted(self.targets(pool)):
             recent = []
@@ -114,7 +118,9 @@ class FakePrometheus:
                 if answer.at <= since:
                     break  # answers are in time order: the rest is older still
                 recent.append(answer)
-            if not recent:
+            if field == REQUEST_RATE:
+                value = len(recent) / window
+            elif not recent:
                 value = math.nan
             elif field == LATENCY:
                 value = sum(a.duration for a in recent) / len(recent)
