@@ -81,6 +81,9 @@ class TinyPodServer:
     def stop(self) -> None:
         self.stopped = True
 
+    def run_image(self, behaviour: object) -> None:
+        self.behaviour = behaviour
+
     async def respond(self, request: Request) -> Reply:
         import asyncio
 

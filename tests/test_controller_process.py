@@ -59,6 +59,9 @@ class CountingPod:
     def stop(self) -> None:
         self.pod.stop()
 
+    def run_image(self, behaviour: Any) -> None:
+        self.pod.run_image(behaviour)
+
     async def respond(self, request: Request) -> Reply:
         self.arrived.set()
         return await self.pod.respond(request)

@@ -1,27 +1,31 @@
 """The `cloud:` section of a scenario file, and `rpp fake-runpod`'s handling of bad input.
 
 Covered: a full section builds the described world (stock, prices, boot time,
-templates, existing pods with notes, balance, quota); every mistake is reported with
-the file and field path and what to write, never a traceback; the CLI exits 2 with
-that message for a bad scenario or port.
+templates, existing pods with notes, balance, quota, how each image behaves); every
+mistake is reported with the file and field path and what to write, never a
+traceback; the CLI exits 2 with that message for a bad scenario or port.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from rpp.adapters.clock import ManualClock
 from rpp.cli import main
 from rpp.model.observations import PodStatus
+from rpp.sim.cloud import FakePodInfo
 from rpp.sim.cloud_scenario import (
     ScenarioError,
     build_cloud,
     load_cloud_scenario,
     parse_cloud_section,
 )
+from rpp.sim.inference import FakeInferencePod
 from tests.fixtures_runpod import L40S, RTX4090
 
 FULL = f"""
@@ -96,6 +100,23 @@ def test_full_section_builds_the_described_world(tmp_path: Path) -> None:
             "cloud.existing[0].env: expected a map of strings to strings",
         ),
         ({"existing": [{"gpuType": "G"}]}, "cloud.existing[0].name: expected a non-empty string"),
+        ({"images": ["a:1"]}, "cloud.images: expected a map of image to behaviour"),
+        (
+            {"images": {"a:1": {"errorRatio": 1.5}}},
+            "cloud.images[a:1].errorRatio: a share between 0 and 1, got 1.5",
+        ),
+        (
+            {"images": {"a:1": {"latency": "slow"}}},
+            "cloud.images[a:1].latency: 'slow' is not a duration",
+        ),
+        (
+            {"images": {"a:1": {"startFails": "yes"}}},
+            "cloud.images[a:1].startFails: expected true or false",
+        ),
+        (
+            {"images": {"a:1": {"errors": 0.3}}},
+            "cloud.images[a:1].errors: unknown field; known fields: errorRatio, latency",
+        ),
         ("stock", "cloud: expected a mapping, got str"),
     ],
 )
@@ -103,6 +124,50 @@ def test_mistakes_name_the_field_and_what_to_write(section: Any, message: str) -
     with pytest.raises(ScenarioError) as caught:
         parse_cloud_section(section)
     assert message in str(caught.value)
+
+
+async def test_each_image_behaves_as_its_images_entry_says_after_an_update_in_place() -> None:
+    """A release described in `cloud.images` errors, slows down or never starts once a
+    pod is updated to it, and the pod behaves again when it goes back."""
+    section = parse_cloud_section(
+        {
+            "existing": [{**POD, "image": "acme/infer:1"}],
+            "images": {
+                "acme/infer:2": {"errorRatio": 0.3},
+                "acme/infer:3": {"latency": "750ms"},
+                "acme/infer:4": {"startFails": True},
+            },
+        }
+    )
+    clock = ManualClock()
+    servers: dict[str, FakeInferencePod] = {}
+
+    def factory(info: FakePodInfo) -> FakeInferencePod:
+        servers[info.pod_id] = FakeInferencePod(pod_id=info.pod_id, clock=clock, latency_s=0.25)
+        return servers[info.pod_id]
+
+    cloud = build_cloud(section, clock=clock, pod_server_factory=factory)
+    (pod_id,) = cloud.pods
+    server = servers[pod_id]
+
+    async def app_answers(count: int) -> list[int]:
+        transport = httpx.ASGITransport(app=server)
+        async with httpx.AsyncClient(transport=transport, base_url="http://pod") as client:
+            return [(await client.get("/generate")).status_code for _ in range(count)]
+
+    assert (await app_answers(10)).count(500) == 0
+    cloud.update_pod(pod_id, {"image": "acme/infer:2"})
+    assert (await app_answers(10)).count(500) == 3
+    cloud.update_pod(pod_id, {"image": "acme/infer:3"})
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert await app_answers(1) == [200]
+    assert loop.time() - started >= 0.75
+    cloud.update_pod(pod_id, {"image": "acme/infer:4"})
+    assert not server.is_serving
+    cloud.update_pod(pod_id, {"image": "acme/infer:1"})
+    assert server.is_serving
+    assert (await app_answers(10)).count(500) == 0
 
 
 def test_duplicate_existing_ids_are_refused() -> None:

@@ -89,6 +89,12 @@ ROLLBACK_SENT = UpdateProgress(
     process_start_before=300.0,
     rollback=True,
 )
+ROLLBACK_DRAIN = UpdateProgress(from_image="img:1", to_image="img:2", rollback=True)
+CANARY_FAILED: dict[str, Any] = {
+    "pod": RunPodPod(**(vars(POD) | {"image": "img:2"})),  # the canary runs the new image
+    "canary_failure": "error ratio 30.0% against 0.0% on the old pods",
+    "rollback_to": "img:1",
+}
 # The slot a member normally has in each phase (Ready is wired, Draining onwards is not).
 USUAL_SLOT = {"Ready": 1, "Flagged": 1}
 UNREACHABLE_DUE: dict[str, Any] = {
@@ -227,6 +233,27 @@ FIRES = {
         record={"pass_streak": 2, "update": ROLLBACK_SENT},
         signals={"probe": probe(process_start=100.0), "offered_slot": 3},
     ),
+    "Updating->Ready as the canary: new_process_running, passes, slot_offered, is_canary": Case(
+        "Updating",
+        "Ready",
+        (Wire, RecordEvent),
+        record={"pass_streak": 2},
+        signals={"probe": probe(process_start=200.0), "offered_slot": 3, "canary": True},
+    ),
+    "Ready->Draining canary_failed": Case(
+        "Ready",
+        "Draining",
+        (Unwire, RecordEvent),
+        record={"image": "img:2"},
+        signals=CANARY_FAILED,
+    ),
+    "Draining->Updating drain_elapsed and rollback_planned": Case(
+        "Draining",
+        "Updating",
+        (UpdatePod,),
+        record={"update": ROLLBACK_DRAIN, "drain_reason": "update", "image": "img:2"},
+        after=150,
+    ),
     "Updating->Updating update_failed (refused), not rolling back": Case(
         "Updating", "Updating", (UpdatePod, RecordEvent), signals={"update_refused": True}
     ),
@@ -331,6 +358,22 @@ BLOCKED = {
         "Updating", "Updating", record={"update": ROLLBACK_SENT}, after=899
     ),
     "Terminating stays: retry not due": Case("Terminating", "Terminating", after=299),
+    "Ready stays: a canary failure without an image to go back to": Case(
+        "Ready", "Ready", signals=CANARY_FAILED | {"rollback_to": None}
+    ),
+    "Ready->Draining canary_failed wins over a health rule due": Case(
+        "Ready", "Draining", (Unwire, RecordEvent), signals=CANARY_FAILED | SLOW_DUE, after=600
+    ),
+    "Draining stays: rollback planned, drain not elapsed": Case(
+        "Draining", "Draining", record={"update": ROLLBACK_DRAIN}, after=149
+    ),
+    "Updating->Ready rolled back canary is no canary any more": Case(
+        "Updating",
+        "Ready",
+        (Wire, RecordEvent),
+        record={"pass_streak": 2, "update": ROLLBACK_SENT},
+        signals={"probe": probe(process_start=100.0), "offered_slot": 3, "canary": True},
+    ),
 }
 
 
@@ -431,6 +474,51 @@ class TestWhatTransitionsWrite:
         event = step.effects[1]
         assert isinstance(event, RecordEvent)
         assert (event.type, event.reason) == ("Warning", "UpdateRolledBack")
+
+    def test_a_canary_back_in_service_says_it_bakes_and_for_how_long(self) -> None:
+        step = run(
+            FIRES[
+                "Updating->Ready as the canary: new_process_running, passes, slot_offered, "
+                "is_canary"
+            ]
+        )
+        assert (step.record.image, step.record.update, step.record.slot) == ("img:2", None, 3)
+        event = step.effects[1]
+        assert isinstance(event, RecordEvent)
+        assert event.reason == "CanaryBaking"
+        assert "bakes for 10m against the pods still on img:1" in event.message
+
+    def test_a_failed_canary_is_unwired_with_the_numbers_and_goes_back_through_a_drain(
+        self,
+    ) -> None:
+        step = run(FIRES["Ready->Draining canary_failed"])
+        unwire, event = step.effects
+        assert isinstance(unwire, Unwire)
+        assert isinstance(event, RecordEvent)
+        assert (event.type, event.reason) == ("Warning", "CanaryFailed")
+        assert "error ratio 30.0% against 0.0%" in event.message
+        assert step.record.drain_reason == "update"
+        assert step.record.update == ROLLBACK_DRAIN
+        later = T0 + dt.timedelta(seconds=30 + 150)
+        sent = observe(step.record, signals=signals(probe=probe(process_start=400.0)), now=later)
+        (rollback,) = sent.effects
+        assert isinstance(rollback, UpdatePod)
+        assert (rollback.image, rollback.from_image, rollback.rollback) == ("img:1", "img:2", True)
+        assert sent.record.update is not None
+        assert (sent.record.update.step, sent.record.update.process_start_before) == (
+            "restart",
+            400.0,
+        )
+        back = observe(
+            sent.record.replace(pass_streak=2),
+            signals=signals(probe=probe(process_start=400.0), offered_slot=2),
+            now=later + dt.timedelta(seconds=30),
+        )
+        assert (back.record.phase, back.record.image, back.record.update) == (
+            "Ready",
+            "img:1",
+            None,
+        )
 
     def test_listing_resets_the_missing_count_and_refreshes_reported_fields(self) -> None:
         moved_pod = RunPodPod(**(vars(POD) | {"image": "img:9", "cost_per_hr": 0.5}))

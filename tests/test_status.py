@@ -29,6 +29,7 @@ from rpp.model.members import (
     UpdateProgress,
     UpdateStep,
 )
+from rpp.model.rollout_records import BakeTally, RolloutPhase, Side, Verdict, VerdictResult
 from rpp.model.status import (
     HISTORY_LIMIT,
     Autoscaling,
@@ -146,7 +147,37 @@ def full_status(members: int = 3) -> PoolStatus:
             datacenters=("EU-RO-1", "US-TX-3"),
             message="There are no longer any instances available with the requested spec.",
         ),
-        rollout=Rollout(updated=1, total=3, pod="x7k2m9q4w1z000", step="restart"),
+        rollout=Rollout(
+            image="ghcr.io/example/inference:1.5.0",
+            from_image="ghcr.io/example/inference:1.4.2",
+            phase=RolloutPhase.BAKING,
+            canary="x7k2m9q4w1z000",
+            bake=BakeTally(
+                started_at=at(60),
+                last_at=at(600),
+                error_loops=18,
+                canary_error_sum=5.4,
+                peers_error_sum=0.0,
+                latency_loops=18,
+                canary_latency_sum=4.5,
+                peers_latency_sum=4.5,
+                canary_requests=270.0,
+                peers_requests=540.0,
+                peers=2,
+            ),
+            verdict=Verdict(
+                result=VerdictResult.FAILED,
+                judged_by="metrics",
+                message="error ratio 30.0% against 0.0% on the old pods " * 30,
+                window=540,
+                canary=Side(error_ratio=0.3, latency=0.25, requests=270),
+                peers=Side(error_ratio=0.0, latency=0.25, requests=540),
+            ),
+            updated=1,
+            total=3,
+            updating=("x7k2m9q4w1z000",),
+            waiting="the pool is busy (Warming)",
+        ),
     )
 
 

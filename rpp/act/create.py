@@ -52,7 +52,7 @@ async def create_pod(
     """Carry out one CreatePod: the pod created, or why none was (a value, never raised)."""
     request = PodRequest(
         name=effect.name,
-        image=spec.image,
+        image=effect.image or spec.image,
         template_id=spec.template_id,
         env=dict(env),
         ports=(f"{spec.port}/http",),

@@ -76,8 +76,12 @@ def plan_create(
     wish: CreateWish,
     owned: Sequence[RunPodPod],
     now: dt.datetime,
+    image: str | None = None,
 ) -> CreatePlan:
-    """A CreatePod that passes every safeguard, or the safeguard that blocks it."""
+    """A CreatePod that passes every safeguard, or the safeguard that blocks it.
+
+    `image` is what the pod runs (None: spec.image, or the template's); the release
+    keeps spec.image off new pods until its canary passed (rpp/decide/release.py)."""
     cost = sum(p.cost_per_hr for p in owned)
     block = create_block(
         spec=spec, status=status, pod_count=len(owned), cost_per_hour=cost, now=now
@@ -99,6 +103,7 @@ def plan_create(
         datacenters=placement.datacenters,
         cloud=spec.cloud,
         skipped=placement.excluded,
+        image=image if image != spec.image else None,
     )
     return CreatePlan(effect, None)
 

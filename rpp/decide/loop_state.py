@@ -49,6 +49,7 @@ def settings_for(spec: RunPodPoolSpec) -> MemberSettings:
         warmup_timeout_s=spec.health.warmup_timeout,
         drain_period_s=spec.drain.period,
         update_timeout_s=spec.health.warmup_timeout,
+        canary_bake_s=spec.rollout.canary.bake,
     )
 
 

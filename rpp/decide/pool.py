@@ -29,7 +29,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from rpp.decide import capacity, deletion, judgement, steps, surge_first, unreadable
+from rpp.decide import capacity, deletion, judgement, release, steps, surge_first, unreadable
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
@@ -127,13 +127,15 @@ def decide(
         return _finish(loop, generation=generation, desired=status.desired or spec.replicas.min)
     conds.clear(Cond.NOT_ACTING, reason="Acting", message="the pool has what it needs to act")
     health = judgement.judge(spec=spec, status=conds.status, obs=obs, now=now, conds=conds)
-    planned, real = _drive_members(loop, health)
+    canary = release.bake(loop, health)
+    planned, real = _drive_members(loop, health, canary)
     surge_first.drain_replaced(loop, planned)
     desired = steps.autoscale_size(loop, planned)
     wish = capacity.wanted_create(members=planned, desired=desired, pool_wide=health.pool_wide)
     create = steps.create(loop, wish)
     shrunk = wish is None and steps.scale_down(loop, planned, desired)
-    steps.roll(loop, planned, wants_create=wish is not None or shrunk, pool_wide=health.pool_wide)
+    wants_create = wish is not None or shrunk
+    release.roll(loop, planned, wants_create=wants_create, pool_wide=health.pool_wide)
     write = slots_effect(
         pool=pool, spec=spec, members=planned, observed=obs.slots, proxy_url=proxy_url
     )
@@ -190,13 +192,14 @@ def _blockers(loop: LoopState) -> tuple[list[tuple[str, str]], dict[int, str]]:
 
 
 def _drive_members(
-    loop: LoopState, health: PoolHealth
+    loop: LoopState, health: PoolHealth, canary: release.CanaryCall | None
 ) -> tuple[list[MemberRecord], list[MemberRecord]]:
     """Run every member's machine once; return the planned and the real records.
 
     Members coming back from an update get free slots first, then warming ones by age.
     `last_wired` is recomputed before each member, so two unreachable pods are never
-    both unwired in the same loop.
+    both unwired in the same loop. The release's canary hears that it is the canary
+    while it is put on the new image, and its verdict while it bakes.
     """
     order = {Phase.UPDATING: 0, Phase.WARMING: 1}
     members = sorted(
@@ -205,6 +208,12 @@ def _drive_members(
     )
     current = {m.pod_id: m for m in members}
     ports = slot_ports(loop.spec)
+    rollout = loop.conds.status.rollout
+    new_canary = (
+        rollout.canary
+        if rollout is not None and rollout.image == loop.spec.image and rollout.phase == "Canary"
+        else None
+    )
     planned: list[MemberRecord] = []
     real: list[MemberRecord] = []
     for m in members:
@@ -230,6 +239,9 @@ def _drive_members(
             last_wired=not others_wired,
             offered_slot=free[0] if free and m.phase in (Phase.WARMING, Phase.UPDATING) else None,
             update_refused=bool(m.update and m.update.refused),
+            canary=m.pod_id == new_canary,
+            canary_failure=canary.failure if canary and canary.pod_id == m.pod_id else None,
+            rollback_to=canary.rollback_to if canary and canary.pod_id == m.pod_id else None,
         )
         step = member_step.observe(m, signals=signals, now=loop.now)
         current[m.pod_id] = step.record

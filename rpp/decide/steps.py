@@ -2,18 +2,18 @@
 
 Where it sits: decide, called in order by rpp/decide/pool.py after flagged members
 whose replacement is wired drain (rpp/decide/surge_first.py): the autoscaler sets the
-size (step 7's value feeds steps 4 and shrinking), one create (steps 3 and 4),
-shrinking one pod at a time, and the rolling image update (step 6, whose policy is
-rpp/machines/rollout.py). Each step appends effects to the `LoopState` and explains
-itself with a condition when it cannot act.
+size (step 7's value feeds steps 4 and shrinking), one create (steps 3 and 4) and
+shrinking one pod at a time. The image release (step 6) follows them, in
+rpp/decide/release.py. Each step appends effects to the `LoopState` and explains itself
+with a condition when it cannot act.
 """
 
 from __future__ import annotations
 
-from rpp.decide import autoscale, capacity
+from rpp.decide import autoscale, capacity, release
 from rpp.decide.conditions import Cond
 from rpp.decide.loop_state import LoopState
-from rpp.machines import member_step, rollout
+from rpp.machines import member_step
 from rpp.model.effects import Effect
 from rpp.model.members import DrainReason, MemberRecord, Phase
 from rpp.model.spec import Mode
@@ -61,7 +61,13 @@ def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
         )
     elif spec.mode is not Mode.OBSERVE:
         plan = capacity.plan_create(
-            pool=loop.pool, spec=spec, status=status, wish=wish, owned=loop.owned, now=loop.now
+            pool=loop.pool,
+            spec=spec,
+            status=status,
+            wish=wish,
+            owned=loop.owned,
+            now=loop.now,
+            image=release.create_image(spec, status.rollout),
         )
         backoff_for_stock = (
             plan.block is not None
@@ -128,46 +134,3 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
         )
     planned[planned.index(victim)] = loop.order(victim, step)
     return True
-
-
-def roll(
-    loop: LoopState, planned: list[MemberRecord], *, wants_create: bool, pool_wide: bool
-) -> None:
-    """Pool step 6: start the next pod's in-place image update when the pool is idle."""
-    status = loop.conds.status
-    step = rollout.plan_roll(
-        image=loop.spec.image,
-        members=planned,
-        wants_create=wants_create,
-        pool_wide=pool_wide,
-        update_until=status.backoff.update_until,
-        now=loop.now,
-    )
-    if step.waiting:
-        loop.note(f"image roll waits: {step.waiting}")
-    if step.drain is not None and step.drain.pod_id in loop.held:
-        loop.note(f"image roll waits: RunPod's answer for pod {step.drain.pod_id} does not read")
-    elif step.drain is not None:
-        victim = step.drain
-        signals = loop.plain(victim.pod_id)
-        drained = member_step.drain(
-            victim,
-            reason=DrainReason.UPDATE.value,
-            image=loop.spec.image,
-            signals=signals,
-            now=loop.now,
-        )
-        planned[planned.index(victim)] = loop.order(victim, drained)
-        progress = step.progress
-        if progress is not None:
-            progress = progress.replace(pod=victim.pod_id, step="drain")
-        loop.conds.status = loop.conds.status.replace(rollout=progress)
-    else:
-        loop.conds.status = loop.conds.status.replace(rollout=step.progress)
-    failure = rollout.update_failure(
-        planned, update_until=status.backoff.update_until, now=loop.now
-    )
-    if failure is not None:
-        loop.conds.set(Cond.UPDATE_FAILED, true=True, reason="RolledBack", message=failure)
-    else:
-        loop.conds.clear(Cond.UPDATE_FAILED, reason="NoFailedUpdate", message="no update failed")

@@ -31,19 +31,22 @@ from typing import ClassVar
 
 from statemachine import State, StateMachine
 
-from rpp.machines import rollout
+from rpp.machines.member_update import UpdateCallbacks
 from rpp.machines.member_view import MemberView, Move
 from rpp.machines.signals import UNREACHABLE, MemberSignals
-from rpp.model.effects import EventType, RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
-from rpp.model.members import DrainReason, MemberRecord, Phase, UpdateProgress, UpdateStep
+from rpp.model.members import DrainReason, MemberRecord, Phase, UpdateProgress
 
 
 def _elapsed(since: dt.datetime | None, now: dt.datetime) -> float:
     return 0.0 if since is None else (now - since).total_seconds()
 
 
-class MemberMachine(StateMachine):
-    """Warming -> Ready -> (Flagged | Draining) -> (Updating | Terminating) -> Gone."""
+class MemberMachine(UpdateCallbacks, StateMachine):
+    """Warming -> Ready -> (Flagged | Draining) -> (Updating | Terminating) -> Gone.
+
+    The update transitions' guards and actions are in `UpdateCallbacks`
+    (rpp/machines/member_update.py); the others are below.
+    """
 
     warming = State(initial=True, value=Phase.WARMING.value)
     ready = State(value=Phase.READY.value)
@@ -62,6 +65,7 @@ class MemberMachine(StateMachine):
         | terminating.to(gone, cond="not_listed", on="finish_termination")
         | warming.to(ready, cond=["passes_in_a_row", "slot_offered"], on="wire_offered_slot")
         | warming.to(terminating, cond="warmup_timed_out", on="terminate_warmup")
+        | ready.to(draining, cond="canary_failed", on="reject_canary")
         | ready.to(
             flagged,
             cond=["unreachable_due", "wired"],
@@ -75,8 +79,15 @@ class MemberMachine(StateMachine):
             unless="last_wired",
             on="unwire_unreachable",
         )
+        | draining.to(updating, cond=["drain_elapsed", "rollback_planned"], on="send_rollback")
         | draining.to(updating, cond=["drain_elapsed", "update_planned"], on="send_update")
         | draining.to(terminating, cond="drain_elapsed", on="terminate_drained")
+        | updating.to(
+            ready,
+            cond=["new_process_running", "passes_in_a_row", "slot_offered", "is_canary"],
+            unless="rolling_back",
+            on="start_bake",
+        )
         | updating.to(
             ready,
             cond=["new_process_running", "passes_in_a_row", "slot_offered"],
@@ -170,33 +181,6 @@ class MemberMachine(StateMachine):
         """drain.period elapsed since it was unwired"""
         return _elapsed(self.view.current.since, now) >= signals.settings.drain_period_s
 
-    def update_planned(self) -> bool:
-        """it was drained for an image update"""
-        return self.view.current.update is not None
-
-    def new_process_running(self) -> bool:
-        """its process restarted after the update (a rollback needs only passing probes)"""
-        return rollout.new_process_running(self.view.current)
-
-    def update_failed(self, signals: MemberSignals, now: dt.datetime) -> bool:
-        """RunPod refused the update, or it did not restart and pass in time"""
-        return rollout.update_failed(
-            self.view.current,
-            refused=signals.update_refused,
-            timeout_s=signals.settings.update_timeout_s,
-            now=now,
-        )
-
-    def rolling_back(self) -> bool:
-        """it is already rolling back to its old image"""
-        return rollout.rolling_back(self.view.current)
-
-    def rollback_timed_out(self, signals: MemberSignals, now: dt.datetime) -> bool:
-        """the rollback did not pass probes within the update timeout either"""
-        return rollout.rollback_timed_out(
-            self.view.current, timeout_s=signals.settings.update_timeout_s, now=now
-        )
-
     def terminate_retry_due(self, signals: MemberSignals, now: dt.datetime) -> bool:
         """RunPod still lists it a while after the terminate was sent"""
         record = self.view.current
@@ -215,31 +199,6 @@ class MemberMachine(StateMachine):
             )
 
     # --- actions: change the record, append effects --------------------------------
-
-    def _unwire(self, reason: str) -> None:
-        record = self.view.current
-        if record.slot is not None:
-            self.view.emit(Unwire(pod_id=record.pod_id, slot=record.slot, reason=reason))
-            self.view.change(slot=None)
-
-    def _wire(self, slot: int | None) -> None:
-        assert slot is not None, "guarded by slot_offered"
-        self.view.change(slot=slot)
-        self.view.emit(Wire(pod_id=self.view.current.pod_id, slot=slot))
-
-    def _terminate(self, reason: str, *, now: dt.datetime, cooldown: bool) -> None:
-        record = self.view.current
-        datacenter = record.datacenter if cooldown else None
-        pod_id, name = record.pod_id, record.name
-        terminate = TerminatePod(
-            pod_id=pod_id, name=name, reason=reason, cooldown_datacenter=datacenter
-        )
-        self.view.emit(terminate)
-        self.view.change(terminate_requested_at=now)
-
-    def _event(self, kind: EventType, reason: str, message: str) -> None:
-        pod_id = self.view.current.pod_id
-        self.view.emit(RecordEvent(type=kind, reason=reason, message=message, pod_id=pod_id))
 
     def vanish(self, signals: MemberSignals) -> None:
         """Unwire if wired; Event PodVanished"""
@@ -301,94 +260,12 @@ class MemberMachine(StateMachine):
         self._unwire("its replacement is wired")
         self.view.change(drain_reason=DrainReason.REPLACE.value)
 
-    def send_update(self, now: dt.datetime) -> None:
-        """UpdatePod(new image)
-
-        The executor merges the pod's current env with envFromSecret at act time.
-        """
-        record = self.view.current
-        update = record.update
-        assert update is not None, "guarded by update_planned"
-        probe = record.last_probe
-        self.view.emit(
-            UpdatePod(
-                pod_id=record.pod_id,
-                name=record.name,
-                image=update.to_image,
-                from_image=update.from_image,
-                reason="rolling image update",
-            )
-        )
-        before = None if probe is None else probe.process_start
-        self.view.change(
-            pass_streak=0,
-            update=update.replace(
-                step=UpdateStep.RESTART, started_at=now, process_start_before=before
-            ),
-        )
-
     def terminate_drained(self, now: dt.datetime) -> None:
         """TerminatePod, datacenter to cooldown if replaced"""
         record = self.view.current
         reason = record.drain_reason or "drained"
         cooldown = record.drain_reason == DrainReason.REPLACE
         self._terminate(f"drained ({reason})", now=now, cooldown=cooldown)
-
-    def finish_update(self, signals: MemberSignals) -> None:
-        """Wire(slot); Event PodUpdated or UpdateRolledBack"""
-        record = self.view.current
-        update = record.update
-        assert update is not None, "guarded by new_process_running"
-        self._wire(signals.offered_slot)
-        self.view.change(image=update.running_image, update=None, drain_reason=None)
-        if update.rollback:
-            text = (
-                f"pod {record.pod_id} is back on {update.from_image} "
-                f"after {update.to_image} failed"
-            )
-            self._event("Warning", "UpdateRolledBack", text)
-        else:
-            self._event("Normal", "PodUpdated", f"pod {record.pod_id} now runs {update.to_image}")
-
-    def roll_back(self, signals: MemberSignals, now: dt.datetime) -> None:
-        """UpdatePod(old image, rollback); Event UpdateFailed
-
-        The pool sees the rollback effect and backs image updates off for 30m
-        (rpp/machines/rollout.py).
-        """
-        record = self.view.current
-        update = record.update
-        assert update is not None, "guarded by update_failed"
-        why = "RunPod refused it" if signals.update_refused else "no healthy restart in time"
-        self.view.emit(
-            UpdatePod(
-                pod_id=record.pod_id,
-                name=record.name,
-                image=update.from_image,
-                from_image=update.to_image,
-                reason=f"update to {update.to_image} failed: {why}",
-                rollback=True,
-            )
-        )
-        probe = record.last_probe
-        before = None if probe is None else probe.process_start
-        self.view.change(
-            update=update.replace(
-                step=UpdateStep.RESTART,
-                started_at=now,
-                process_start_before=before,
-                rollback=True,
-            )
-        )
-        text = f"pod {record.pod_id}: update to {update.to_image} failed ({why}); rolling back"
-        self._event("Warning", "UpdateFailed", text)
-
-    def abandon_update(self, now: dt.datetime) -> None:
-        """TerminatePod, datacenter to cooldown; Event UpdateAbandoned"""
-        record = self.view.current
-        text = f"pod {record.pod_id} ({record.name}) failed on both images; terminating"
-        self._terminate(text, now=now, cooldown=True)
-        self._event("Warning", "UpdateAbandoned", text)
 
     def terminate_retired(self, now: dt.datetime) -> None:
         """TerminatePod; Event PodRetired"""

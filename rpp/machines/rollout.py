@@ -1,117 +1,38 @@
-"""The rolling image update and its rollback: the whole policy, in one place.
+"""The in-place image update of one pod, and its rollback: the policy, in one place.
 
 Where it sits: beside the member machine (rpp/machines/member.py), which carries each
-pod through the update; the machine's update guards, the pool's rollout step
-(rpp/decide/steps.py `roll`), the fold after act (rpp/decide/fold.py) and the
-UpdateFailed condition all ask this module. Pure: no I/O, no clock.
+pod through the update; the machine's update guards (rpp/machines/member_update.py),
+the release step that picks the pods to update (rpp/decide/release.py), the fold after
+act (rpp/decide/fold.py) and the UpdateFailed condition all ask this module. Pure: no
+I/O, no clock.
 
-1. When a roll starts (`plan_roll`, pool step 6). When a Ready pod runs another image
-   than spec.image, and the pool is otherwise idle and healthy with at least 2 Ready
-   pods, the oldest such pod is drained for an update, one pod at a time. "Otherwise
-   idle and healthy" means: no member is warming, flagged, draining, updating or
-   terminating, no member is in breach of a health rule, the pool wants no create,
-   nothing is pool-wide degraded, and the update backoff is over. Replacements and
-   missing replicas therefore always go first, and a pod going bad mid-roll pauses it.
-2. How one pod updates (the machine's guards). After drain.period it gets UpdatePod
+1. How one pod updates (the machine's guards). After drain.period it gets UpdatePod
    (same machine, same GPU, so no free stock is needed). It is back in service once
    its process restarted (read from its own metrics: RunPod's timestamps do not move
    on a reset; passes of the old process do not count) and it passed 3 probes in a
    row; then it is wired again.
-3. When an update fails. RunPod refused it, or it did not restart and pass within the
+2. When an update fails. RunPod refused it, or it did not restart and pass within the
    update timeout (health.warmupTimeout): the pod is rolled back to its old image,
    which needs only passing probes. A rollback that does not pass in time either is
-   terminated (its datacenter cools down), and the pool replaces it.
-4. The backoff. Once a rollback is sent, image updates pause for `UPDATE_BACKOFF`
-   (status.backoff.updateUntil), and UpdateFailed says why until it is over.
+   terminated (its datacenter cools down), and the pool replaces it. A canary that
+   fails its bake goes back the same way, after a drain.
+3. The backoff. Once a rollback is sent, image updates of the same release pause for
+   `UPDATE_BACKOFF` (status.backoff.updateUntil), and UpdateFailed says why until it
+   is over; a new spec.image is not held back by it (rpp/decide/release.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rpp.model.effects import UpdatePod
-from rpp.model.members import DrainReason, MemberRecord, Phase, UpdateStep
-from rpp.model.records import Rollout
+from rpp.model.members import MemberRecord, Phase, UpdateStep
 from rpp.model.results import EffectResult, Result
 from rpp.model.status import PoolStatus
 
 UPDATE_BACKOFF = dt.timedelta(minutes=30)
 """How long image updates pause after a rollback was sent."""
-
-# --- when a roll starts: pool step 6 ------------------------------------------------
-
-_BUSY = frozenset(
-    {Phase.WARMING, Phase.FLAGGED, Phase.DRAINING, Phase.UPDATING, Phase.TERMINATING}
-)
-
-
-@dataclass(frozen=True)
-class RollStep:
-    """This loop's rollout: the member to drain (or None) and why the roll waits."""
-
-    drain: MemberRecord | None
-    waiting: str | None
-    progress: Rollout | None
-
-
-def _in_update(m: MemberRecord) -> bool:
-    return m.phase == Phase.UPDATING or (
-        m.phase == Phase.DRAINING and m.drain_reason == DrainReason.UPDATE
-    )
-
-
-def plan_roll(
-    *,
-    image: str | None,
-    members: Sequence[MemberRecord],
-    wants_create: bool,
-    pool_wide: bool,
-    update_until: dt.datetime | None,
-    now: dt.datetime,
-) -> RollStep:
-    """Which Ready member starts its in-place update this loop, if any."""
-    if not image:
-        return RollStep(None, None, None)
-    live = [m for m in members if m.phase != Phase.GONE]
-    current = [m for m in live if _in_update(m)]
-    stale = [m for m in live if m.phase == Phase.READY and m.image and m.image != image]
-    # RunPod reports the new image as soon as the PATCH lands; the pod counts as
-    # updated once it is back in service on it.
-    updated = sum(1 for m in live if m.image == image and not _in_update(m))
-    if current:
-        pod = current[0]
-        step = (
-            "drain"
-            if pod.phase == Phase.DRAINING
-            else (pod.update.step if pod.update else "restart")
-        )
-        if pod.update and pod.update.rollback:
-            step = "rollback"
-        progress = Rollout(updated=updated, total=len(live), pod=pod.pod_id, step=step)
-        return RollStep(None, None, progress)
-    if not stale:
-        return RollStep(None, None, None)
-    progress = Rollout(updated=updated, total=len(live))
-    ready = [m for m in live if m.phase == Phase.READY and m.slot is not None]
-    if update_until is not None and now < update_until:
-        why = f"image updates are paused after a failed update until {update_until:%H:%M:%SZ}"
-        return RollStep(None, why, progress)
-    busy = sorted({str(m.phase) for m in live if m.phase in _BUSY})
-    breaching = sorted(m.pod_id for m in live if m.breaches)
-    if breaching:
-        busy.append(f"pods in breach of a health rule: {', '.join(breaching)}")
-    if busy or wants_create:
-        why = "the pool is busy (" + ", ".join(busy or ["a create is pending"]) + ")"
-        return RollStep(None, why, progress)
-    if pool_wide:
-        return RollStep(None, "every Ready pod is degraded", progress)
-    if len(ready) < 2:
-        return RollStep(None, f"{len(ready)} Ready pod(s); an in-place roll needs 2", progress)
-    oldest = min(stale, key=lambda m: (m.created_at or m.since, m.pod_id))
-    return RollStep(oldest, None, progress)
-
 
 # --- how one pod updates: the member machine's update guards -------------------------
 

@@ -35,12 +35,14 @@ class MemberSettings:
 
     `update_timeout_s` bounds how long an in-place update (or its rollback) may take to
     restart and pass probes; the spec has no field for it, so the pool passes
-    health.warmupTimeout, the same budget a new pod gets.
+    health.warmupTimeout, the same budget a new pod gets. `canary_bake_s` is
+    rollout.canary.bake, named in the Event of a canary that starts baking.
     """
 
     warmup_timeout_s: float = 900.0
     drain_period_s: float = 150.0
     update_timeout_s: float = 900.0
+    canary_bake_s: float = 600.0
     terminate_retry_s: float = 300.0
     passes_needed: int = 3
     missing_loops_to_gone: int = 2
@@ -50,6 +52,7 @@ class MemberSettings:
             "warmup_timeout_s",
             "drain_period_s",
             "update_timeout_s",
+            "canary_bake_s",
             "terminate_retry_s",
         ):
             if getattr(self, name) < 0:
@@ -74,6 +77,9 @@ class MemberSignals:
     both unwired in one loop. `offered_slot` is a free slot the pool offers to this
     member if it is ready to be wired (None: no slot free, or not this member's turn).
     `update_refused` is True when RunPod refused this member's last UpdatePod.
+    `canary` is True for the release's canary (status.rollout.canary) while it is put on
+    the new image; `canary_failure` is the verdict's message once its bake failed, and
+    `rollback_to` the image it goes back to (rpp/decide/release.py sets all three).
     """
 
     settings: MemberSettings
@@ -86,6 +92,9 @@ class MemberSignals:
     last_wired: bool = False
     offered_slot: int | None = None
     update_refused: bool = False
+    canary: bool = False
+    canary_failure: str | None = None
+    rollback_to: str | None = None
 
     @property
     def listed(self) -> bool:

@@ -29,7 +29,9 @@ class CreatePod:
 
     `gpu_types` and `datacenters` are the candidates in preference order, already
     filtered by decide (denied, cooling-down and full datacenters removed); `skipped`
-    names the allowed datacenters left out and why, so a refusal can say so.
+    names the allowed datacenters left out and why, so a refusal can say so. `image` is
+    set when the pod must not get spec.image: a release whose canary has not passed,
+    or was rolled back (None: spec.image, or the template's).
     """
 
     action: ClassVar[ActionKind] = "create"
@@ -41,6 +43,7 @@ class CreatePod:
     datacenters: tuple[str, ...] = ()
     cloud: str | None = None
     skipped: tuple[tuple[str, str], ...] = ()  # (datacenter, why not tried)
+    image: str | None = None
 
     @property
     def pod(self) -> str:
@@ -48,6 +51,8 @@ class CreatePod:
 
     def describe(self) -> str:
         text = f"create pod {self.name} for pool {self.pool} ({self.reason})"
+        if self.image:
+            text += f" on {self.image}, the image the pool trusts until the release passes"
         if self.replacement_for:
             text += f", replacing {self.replacement_for}"
         if self.gpu_types or self.datacenters:

@@ -3,7 +3,8 @@
 Decide reads these from the previous status, computes new ones and returns them in the
 new status; they are the pool's memory for everything time-based (the hourly create
 cap, datacenter cooldown, backoffs, autoscaling stabilization). rpp/model/status.py composes
-them into `PoolStatus`; rpp/model/members.py holds the member records. Texts are
+them into `PoolStatus`; rpp/model/members.py holds the member records and
+rpp/model/rollout_records.py the release of a new image. Texts are
 bounded at construction so the whole status stays small whatever RunPod answers.
 """
 
@@ -158,12 +159,3 @@ class CapacityRefusal(StatusModel):
     cloud: str | None = None
     datacenters: tuple[str, ...] = ()
     message: Message = ""
-
-
-class Rollout(StatusModel):
-    """`status.rollout`: progress of the rolling image update, one pod at a time."""
-
-    updated: Whole = 0
-    total: Whole = 0
-    pod: str | None = None
-    step: str | None = None

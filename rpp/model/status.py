@@ -44,9 +44,9 @@ from rpp.model.records import (
     HistoryEntry,
     PlannedAction,
     Recommendation,
-    Rollout,
     set_condition,
 )
+from rpp.model.rollout_records import Rollout
 
 ModeName = Literal["Observe", "DryRun", "Manage"]
 MODES: tuple[str, ...] = get_args(ModeName)

@@ -16,6 +16,9 @@ What it models, and what it leaves out on purpose:
   sent, and restarts the container; `startedAt` does not move, as on RunPod.
 - Stop keeps the pod's GPU reserved (RunPod may lose it; the pool never stops pods).
 - Machine notices per pod, for the GraphQL notice query.
+- Per-image behaviour (`images`): every container started on an image listed there
+  errors, slows down or fails to start as that entry says, so a scenario can describe
+  a bad release and watch the pool release it.
 - Pod ids like RunPod's (14 lowercase alphanumerics), from a seeded generator, so a
   simulator run is reproducible.
 
@@ -40,6 +43,7 @@ from rpp.sim.cloud_model import (
     CloudError,
     FakePod,
     FakePodInfo,
+    ImageBehaviour,
     MachineNotice,
     MinuteQuota,
     PodServer,
@@ -60,6 +64,7 @@ __all__ = [
     "FakeCloud",
     "FakePod",
     "FakePodInfo",
+    "ImageBehaviour",
     "MachineNotice",
     "MinuteQuota",
     "PodServer",
@@ -100,6 +105,7 @@ class FakeCloud:
         self.stock: dict[tuple[str, str, str], StockEntry] = {}
         self.templates: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, FakePod] = {}
+        self.images: dict[str, ImageBehaviour] = {}
         self._schedule: list[tuple[dt.datetime, tuple[str, str, str], int]] = []
         self._rng = random.Random(seed)
 
@@ -292,8 +298,14 @@ class FakeCloud:
         pod = FakePod(info=info, cost_per_hr=cost_per_hr, disk=disk, boot_started_at=boot_start)
         if self.pod_server_factory is not None:
             pod.server = self.pod_server_factory(info)
+            self._run_image(pod)
         self.pods[info.pod_id] = pod
         return pod
+
+    def _run_image(self, pod: FakePod) -> None:
+        """The container (re)started: it behaves as its image does."""
+        if pod.server is not None:
+            pod.server.run_image(self.images.get(pod.info.image))
 
     def update_pod(self, pod_id: str, body: Mapping[str, Any]) -> FakePod:
         """PATCH: same machine and GPU; env replaced wholesale; container restarted."""
@@ -310,6 +322,7 @@ class FakeCloud:
         container_fields = {"image", "env", "ports", "args", "disk"}
         if container_fields & body.keys() and pod.boot_started_at is not None and pod.server:
             pod.server.restart(self.clock.now())
+            self._run_image(pod)
         return pod
 
     def delete_pod(self, pod_id: str) -> None:
@@ -347,8 +360,10 @@ class FakeCloud:
             pod.error = False
             if pod.server is not None:
                 pod.server.restart(now + dt.timedelta(seconds=self.boot_time))
+                self._run_image(pod)
         elif action == "restart" and pod.server is not None:
             pod.server.restart(now)
+            self._run_image(pod)
         return pod
 
     # ---- what tests and the simulator do to the world ------------------------------------

@@ -57,6 +57,22 @@ class FakePodInfo:
         return [int(p.split("/")[0]) for p in self.ports if p.endswith("/http")]
 
 
+@dataclass(frozen=True)
+class ImageBehaviour:
+    """How a pod behaves on one image (`cloud.images` of a scenario): a release to rehearse.
+
+    `error_ratio` is the share of app requests that answer 500, `latency_s` how long an
+    app request takes (None: the service's usual time), `start_fails` a container that
+    starts but whose service never answers (the proxy's 502), as a release that crashes
+    on start does. The health and metrics paths answer at once either way, so a release
+    that only fails or slows real requests passes its probes.
+    """
+
+    error_ratio: float = 0.0
+    latency_s: float | None = None
+    start_fails: bool = False
+
+
 class PodServer(Protocol):
     """The fake service in a pod (rpp.sim.inference.FakeInferencePod): a responder.
 
@@ -75,6 +91,9 @@ class PodServer(Protocol):
 
     def stop(self) -> None:
         """The pod stopped or was terminated."""
+
+    def run_image(self, behaviour: ImageBehaviour | None) -> None:
+        """The container now runs an image that behaves so (None: as the service does)."""
 
 
 PodServerFactory = Callable[[FakePodInfo], PodServer]

@@ -17,6 +17,10 @@ reported with its path in the file and what to write instead, never as a traceba
       existing:
         - {name: rpp-inference-x1, gpuType: NVIDIA GeForce RTX 4090,
            datacenter: EU-RO-1, image: ghcr.io/acme/infer:1.3, note: "..."}
+      images:                      # how a container behaves on an image (a release)
+        ghcr.io/acme/infer:1.5: {errorRatio: 0.3}          # 30% of requests answer 500
+        ghcr.io/acme/infer:1.6: {latency: 750ms}           # every request takes 0.75 s
+        ghcr.io/acme/infer:1.7: {startFails: true}         # its service never answers
 
 Other top-level sections of the file belong to other readers and are ignored here.
 """
@@ -33,7 +37,7 @@ from rpp.adapters.clock import Clock
 from rpp.adapters.files import UnreadableFile, read_bytes
 from rpp.model.documents import DocumentError, describe, parse_documents
 from rpp.model.durations import DurationError, parse_duration
-from rpp.sim.cloud import FakeCloud, PodServerFactory
+from rpp.sim.cloud import FakeCloud, ImageBehaviour, PodServerFactory
 
 _POD_ID = re.compile(r"^[a-z0-9]{6,32}$")
 _STOCK_FIELDS = ("datacenter", "gpuType", "cloud", "count", "costPerHr")
@@ -90,6 +94,7 @@ class CloudScenario:
     stock: tuple[StockSpec, ...] = ()
     templates: tuple[tuple[str, str, Mapping[str, str], tuple[str, ...]], ...] = ()
     existing: tuple[ExistingPod, ...] = ()
+    images: Mapping[str, ImageBehaviour] = field(default_factory=dict)
 
 
 class _Reader:
@@ -162,7 +167,7 @@ class _Reader:
 def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
     """The `cloud:` mapping of a scenario -> CloudScenario, or ScenarioError."""
     known = ("seed", "bootTime", "provisioningTime", "balance", "rateLimitPerMinute")
-    top = _Reader(data, path, (*known, "stock", "templates", "existing"))
+    top = _Reader(data, path, (*known, "stock", "templates", "existing", "images"))
     stock = []
     for i, item in enumerate(top.items("stock")):
         r = _Reader(
@@ -213,6 +218,7 @@ def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
             )
         )
     return CloudScenario(
+        images=_images(data.get("images", {}), f"{path}.images"),
         boot_time=top.duration("bootTime") if "bootTime" in data else 60.0,
         provisioning_time=top.duration("provisioningTime") if "provisioningTime" in data else None,
         seed=top.number("seed", integer=True) if "seed" in data else 0,
@@ -252,6 +258,32 @@ def read_scenario_document(file: Path) -> Any:
     return scenario_document(data, source=str(file))
 
 
+def _images(data: Any, path: str) -> dict[str, ImageBehaviour]:
+    """`images: {IMAGE: {errorRatio, latency, startFails}}`: each release's behaviour."""
+    if not isinstance(data, Mapping):
+        raise ScenarioError(
+            f"{path}: expected a map of image to behaviour, e.g. "
+            "{ghcr.io/acme/infer:1.5: {errorRatio: 0.3}}"
+        )
+    images = {}
+    for image, item in data.items():
+        if not isinstance(image, str) or not image.strip():
+            raise ScenarioError(f"{path}: {image!r} is not an image name")
+        r = _Reader(item, f"{path}[{image}]", ("errorRatio", "latency", "startFails"))
+        ratio = float(r.number("errorRatio")) if "errorRatio" in item else 0.0
+        if ratio > 1:
+            raise ScenarioError(f"{r.path}.errorRatio: a share between 0 and 1, got {ratio:g}")
+        fails = item.get("startFails", False)
+        if not isinstance(fails, bool):
+            raise ScenarioError(f"{r.path}.startFails: expected true or false")
+        images[image] = ImageBehaviour(
+            error_ratio=ratio,
+            latency_s=r.duration("latency") if "latency" in item else None,
+            start_fails=fails,
+        )
+    return images
+
+
 def load_cloud_scenario(file: Path) -> CloudScenario:
     """Read a scenario file's `cloud:` section; errors name the file."""
     document = read_scenario_document(file)
@@ -280,6 +312,7 @@ def build_cloud(
         rate_limit_per_minute=scenario.rate_limit_per_minute,
     )
     cloud.balance = scenario.balance
+    cloud.images = dict(scenario.images)
     for s in scenario.stock:
         cloud.set_stock(s.datacenter, s.gpu_type, s.cloud, s.count, s.cost_per_hr)
     for template_id, image, env, ports in scenario.templates:

@@ -22,7 +22,9 @@ Knobs: `die()` (the service stops; behind the proxy that is a 502), `hang()` (re
 never answer until released), `slow(s)` (every answer takes s seconds), `errors(ratio)`
 (that share of app requests answers 500, deterministic from the seed), `restart(now)`
 (a new process: new start time, counters reset), `stop()` (the pod was stopped or
-terminated), `recover()` (clears die, hang, slow and errors).
+terminated), `recover()` (clears die, hang, slow and errors). `run_image(behaviour)` is
+the fake cloud saying which image the container runs: that image's error share and
+latency hold until the next one, and an image that fails to start never serves.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from prometheus_client.registry import Collector
 
 from rpp.adapters.clock import Clock
 from rpp.sim.asgi_io import Receive, Reply, Request, Scope, Send, asgi_app
+from rpp.sim.cloud_model import ImageBehaviour
 
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text format
 APP_PATHS = frozenset({"/", "/generate"})
@@ -117,6 +120,7 @@ class FakeInferencePod:
         self._hanging = False
         self._slow_s = 0.0
         self._error_ratio = 0.0
+        self._image = ImageBehaviour()
         # Error credit starts at a seed-dependent phase, so pods with different seeds
         # fail different requests but every pod fails exactly its share over time.
         self._error_credit = random.Random(seed).random()
@@ -148,6 +152,12 @@ class FakeInferencePod:
         if not 0.0 <= ratio <= 1.0:
             raise ValueError(f"errors() needs a ratio between 0 and 1, got {ratio}")
         self._error_ratio = ratio
+
+    def run_image(self, behaviour: ImageBehaviour | None) -> None:
+        """The container runs an image that behaves so; one that fails to start dies."""
+        self._image = behaviour or ImageBehaviour()
+        if self._image.start_fails:
+            self.die()
 
     def restart(self, now: dt.datetime) -> None:
         """A new process: new start time, fresh counters, serving, nothing hung."""
@@ -232,10 +242,11 @@ class FakeInferencePod:
         started = loop.time()
         self._page = None
         metrics.queue.inc()
+        latency = self.latency_s if self._image.latency_s is None else self._image.latency_s
         try:
-            if self.latency_s:
-                await asyncio.sleep(self.latency_s)
-            self._error_credit += self._error_ratio
+            if latency:
+                await asyncio.sleep(latency)
+            self._error_credit += max(self._error_ratio, self._image.error_ratio)
             failed = self._error_credit >= 1.0
             if failed:
                 self._error_credit -= 1.0
