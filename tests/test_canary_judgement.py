@@ -198,7 +198,12 @@ def test_a_canary_flagged_by_a_health_rule_fails_by_probes_whatever_its_numbers(
     result = verdict_of(steady(pod(), OLD, loops=3), flagged="Unreachable: probe timed out")
     assert result.result is VerdictResult.FAILED
     assert result.judged_by == "probes"
-    assert result.message == "a health rule flagged it: Unreachable: probe timed out"
+    assert result.message.startswith("a health rule flagged it: Unreachable: probe timed out; ")
+    assert "canary 0.0% errors, 0.25s, 45 requests" in result.message
+    by_metrics = verdict_of(
+        steady(pod(), OLD, loops=3), flagged="ErrorRate: 30% 5xx", flagged_by="metrics"
+    )
+    assert (by_metrics.result, by_metrics.judged_by) == (VerdictResult.FAILED, "metrics")
 
 
 def test_loops_without_data_on_one_side_are_left_out_of_the_comparison() -> None:

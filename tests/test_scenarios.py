@@ -117,7 +117,10 @@ def test_every_example_scenario_is_tested_here() -> None:
         "slow-host",
         "host-notice",
         "out-of-stock",
-        "image-roll",
+        "release-good",
+        "release-errors",
+        "release-slow",
+        "release-fails-to-start",
         "autoscale",
         "controller-restart",
         "error-rate",
@@ -194,25 +197,117 @@ def test_out_of_stock_for_hours_keeps_capacity_unavailable_raised_until_stock_re
     assert victim not in s.final_members()
 
 
-def test_an_image_roll_updates_each_pod_in_place_one_at_a_time(stories: Any) -> None:
-    s = stories("image-roll")
-    applied = s.first("scenario", do="apply")
-    updates = s.of("cloud", kind="updated")
-    new = "ghcr.io/example/inference:1.5.0"
+NEW = "ghcr.io/example/inference:1.5.0"
+OLD = "ghcr.io/example/inference:1.4.2"
 
+
+def canary_of(s: Story) -> tuple[Record, str]:
+    """The release's first rollout record after the apply, and its canary pod."""
+    applied = s.first("scenario", do="apply")
     assert applied["t"] == 610
-    assert len(updates) == 3
-    assert len({r["pod"] for r in updates}) == 3  # each pod once, on its own machine
-    assert all(r["image"] == new for r in updates)
-    assert not s.of("cloud", kind="created", image=new)
-    assert not s.of("cloud", kind="deleted")  # no GPU was given up or needed
-    back = [s.transition(r["pod"], "Updating", to="Ready")["t"] for r in updates]
-    for previous_ready, next_update in zip(back, [r["t"] for r in updates][1:], strict=False):
-        assert previous_ready <= next_update  # the next pod waits for the previous one
-    assert all(len(r["wired"]) >= 2 for r in s.loops(applied["t"]))
-    members = s.final_members()
-    assert {m["image"] for m in members.values()} == {new}
+    started = s.first("rollout", image=NEW, phase="Canary")
+    assert started["t"] == applied["t"]
+    canary = started["canary"]
+    assert canary == s.pod(2), "the oldest Ready pod (adopted ones by name) goes first"
+    return started, str(canary)
+
+
+def rolled_back_at_the_canary(s: Story, *, failure: str) -> Record:
+    """The shape of a release stopped by its canary's bake; returns the verdict record."""
+    _, canary = canary_of(s)
+    baking = s.transition(canary, "Updating", to="Ready")
+    assert "canary bakes for 10m" in baking["reason"]
+    (verdict,) = s.of("rollout", image=NEW, verdict="Failed")
+    assert (verdict["phase"], verdict["judgedBy"]) == ("RolledBack", "metrics")
+    assert failure in verdict["message"]
+    assert "on the old pods" in verdict["message"]
+    assert "requests" in verdict["message"]
+    assert "window" in verdict["message"]
+    assert verdict["t"] - baking["t"] < 600, "failed before the bake was over"
+    failed = next(r for r in s.of("transition", pod=canary, to="Draining") if r["t"] > baking["t"])
+    assert failed["t"] == verdict["t"]
+    assert "failed" in failed["reason"]
+    assert canary not in s.loops(failed["t"])[0]["wired"], "unwired at once"
+    cond = s.first("condition", type="UpdateFailed", status="True")
+    assert cond["reason"] == "CanaryFailed"
+    assert failure in cond["message"]
+    assert f"{NEW} is not tried again until spec.image changes" in cond["message"]
+    # In place, on its own machine, and back: no pod created, none deleted.
+    updates = s.of("cloud", kind="updated")
+    assert [(u["pod"], u["image"]) for u in updates] == [(canary, NEW), (canary, OLD)]
+    assert updates[1]["t"] - failed["t"] >= 150, "it drained before going back"
+    back = s.of("transition", pod=canary, to="Ready", **{"from": "Updating"})[-1]
+    assert back["t"] > updates[1]["t"]
+    assert not s.of("cloud", kind="created", image=NEW)
+    assert not [r for r in s.of("cloud", kind="deleted") if r["t"] > 610]
+    assert all(len(r["wired"]) >= 2 for r in s.loops(610))
+    # Rejected: the release stays rolled back to the end, and nothing retries it.
+    assert {r["rollout"] for r in s.loops(verdict["t"])} == {"RolledBack"}
+    assert {m["image"] for m in s.final_members().values()} == {OLD}
     assert s.end["status"]["ready"] == 3
+    assert s.end["status"]["rollout"]["verdict"]["result"] == "Failed"
+    return verdict
+
+
+def test_a_good_release_bakes_its_canary_against_its_peers_then_rolls_on(stories: Any) -> None:
+    s = stories("release-good")
+    _, canary = canary_of(s)
+    baking = s.transition(canary, "Updating", to="Ready")
+    assert "canary bakes for 10m" in baking["reason"]
+    passed = s.first("rollout", image=NEW, verdict="Passed")
+    assert (passed["phase"], passed["judgedBy"]) == ("Rolling", "metrics")
+    assert passed["t"] - baking["t"] >= 600, "the whole bake"
+    assert "as good as the old pods" in passed["message"]
+    updates = s.of("cloud", kind="updated")
+    assert updates[0]["pod"] == canary
+    assert len({u["pod"] for u in updates}) == len(updates) == 3  # each pod once, in place
+    assert all(u["image"] == NEW for u in updates)
+    assert updates[1]["t"] > passed["t"], "the others wait for the verdict"
+    back = [s.transition(u["pod"], "Updating", to="Ready")["t"] for u in updates]
+    for previous_ready, next_update in zip(back[1:], [u["t"] for u in updates][2:], strict=False):
+        assert previous_ready <= next_update  # maxParallel 1: one pod after the other
+    assert not s.of("cloud", kind="created", image=NEW)
+    assert not s.of("cloud", kind="deleted")  # no GPU was given up or needed
+    assert all(len(r["wired"]) >= 2 for r in s.loops(610))
+    assert s.of("rollout", image=NEW)[-1]["phase"] == "Done"
+    assert {m["image"] for m in s.final_members().values()} == {NEW}
+    assert s.end["status"]["ready"] == 3
+
+
+def test_a_release_failing_30_percent_of_requests_is_rolled_back_at_its_canary(
+    stories: Any,
+) -> None:
+    verdict = rolled_back_at_the_canary(stories("release-errors"), failure="error ratio")
+    assert "at most +2.0%" in verdict["message"]
+
+
+def test_a_three_times_slower_release_is_rolled_back_at_its_canary(stories: Any) -> None:
+    verdict = rolled_back_at_the_canary(stories("release-slow"), failure="latency")
+    assert "at most 1.5x" in verdict["message"]
+    assert "2.9" in verdict["message"], "three times the 0.25 s, read over a mixed window"
+
+
+def test_a_release_that_never_starts_is_rolled_back_and_retried_after_the_backoff(
+    stories: Any,
+) -> None:
+    s = stories("release-fails-to-start")
+    _, canary = canary_of(s)
+    sent = s.transition(canary, "Draining", to="Updating")
+    assert not s.of("rollout", image=NEW, phase="Baking"), "it never served on the new image"
+    cond = s.first("condition", type="UpdateFailed", status="True")
+    assert cond["reason"] == "RolledBack"
+    assert cond["t"] - sent["t"] >= 900, "health.warmupTimeout, as before canaries"
+    rolled = s.first("rollout", image=NEW, phase="RolledBack")
+    assert rolled["verdict"] is None, "no bake, no verdict: not a rejected image"
+    back = s.first("transition", pod=canary, to="Ready", **{"from": "Updating"})
+    assert back["t"] > cond["t"]
+    # As before canaries: after the 30-minute backoff the release is tried again.
+    again = [r for r in s.of("rollout", image=NEW, phase="Canary") if r["t"] > back["t"]]
+    assert again
+    assert again[0]["t"] - cond["t"] >= 1800
+    updates = s.of("cloud", kind="updated")
+    assert {u["pod"] for u in updates} == {canary}, "the other pods never leave the old image"
+    assert not s.of("condition", type="UpdateFailed", reason="CanaryFailed")
 
 
 def test_a_load_spike_grows_the_pool_to_max_then_it_shrinks_back(stories: Any) -> None:

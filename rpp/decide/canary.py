@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rpp.model import spec
-from rpp.model.durations import format_duration
 from rpp.model.observations import PodMetrics
 from rpp.model.rollout_records import BakeTally, JudgedBy, Side, Verdict, VerdictResult
 
@@ -110,11 +109,13 @@ def judge(
     limits: CanaryLimits,
     now: dt.datetime,
     flagged: str | None = None,
+    flagged_by: JudgedBy = "probes",
     queries: bool = True,
 ) -> Verdict:
     """The canary's verdict at `now` (see the module docstring for the rules).
 
-    `flagged` is the health rule (and its reason) that flagged the canary, if one did;
+    `flagged` is the health rule (and its reason) that flagged the canary, if one did,
+    and `flagged_by` what that rule reads (ErrorRate and RelativeLatency read metrics);
     `queries` is False when the pool sets neither errorRatioQuery nor latencyQuery,
     which only changes how a probes-only verdict explains itself.
     """
@@ -133,16 +134,18 @@ def judge(
 
     numbers = _numbers(canary, peers, bake=bake, window=window)
     if flagged:
-        return verdict(VerdictResult.FAILED, "probes", f"a health rule flagged it: {flagged}")
+        return verdict(
+            VerdictResult.FAILED, flagged_by, f"a health rule flagged it: {flagged}; {numbers}"
+        )
     by_metrics = bake.error_loops > 0 or bake.latency_loops > 0
     counted = bake.canary_requests is not None
     failure = _failure(canary, peers, limits=limits)
     enough = (bake.canary_requests or 0.0) >= limits.min_requests if counted else None
     if failure and (enough or (enough is None and window >= limits.bake_s)):
         return verdict(VerdictResult.FAILED, "metrics", f"{failure}; {numbers}")
-    bake_text = format_duration(limits.bake_s)
+    bake_text = _minutes(limits.bake_s)
     if window < limits.bake_s:
-        left = format_duration(round(limits.bake_s - window))
+        left = _minutes(limits.bake_s - window)
         how = "" if by_metrics else f"; {_probes_only(queries)} so far"
         return verdict(
             VerdictResult.BAKING,
@@ -199,9 +202,16 @@ def _numbers(canary: Side, peers: Side, *, bake: BakeTally, window: float) -> st
         return ", ".join(parts)
 
     return (
-        f"canary {side(canary)}; old pods ({bake.peers}) {side(peers)}; "
-        f"window {format_duration(round(window))}"
+        f"canary {side(canary)}; old pods ({bake.peers}) {side(peers)}; window {_minutes(window)}"
     )
+
+
+def _minutes(seconds: float) -> str:
+    """570 -> "9m30s", 600 -> "10m", 45 -> "45s": how long, as a person says it."""
+    minutes, rest = divmod(round(seconds), 60)
+    if not minutes:
+        return f"{rest}s"
+    return f"{minutes}m{rest:02d}s" if rest else f"{minutes}m"
 
 
 def _probes_only(queries: bool) -> str:

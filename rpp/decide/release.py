@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 from rpp.decide import canary as judging
 from rpp.decide.conditions import Cond
-from rpp.decide.health import PoolHealth
+from rpp.decide.health import PoolHealth, Rule
 from rpp.decide.loop_state import LoopState
 from rpp.machines import member_step, rollout
 from rpp.model.members import DrainReason, MemberRecord, Phase
@@ -54,6 +54,7 @@ _BUSY = frozenset(
     {Phase.WARMING, Phase.FLAGGED, Phase.DRAINING, Phase.UPDATING, Phase.TERMINATING}
 )
 _PASSED = frozenset({VerdictResult.PASSED, VerdictResult.SKIPPED})
+_METRIC_RULES = frozenset({Rule.ERROR_RATE, Rule.RELATIVE_LATENCY})
 
 
 @dataclass(frozen=True)
@@ -112,11 +113,13 @@ def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
     tallied = judging.tally(
         tallied, canary=per_pod.get(canary.pod_id, PodMetrics()), peers=peers, now=loop.now
     )
+    flagged, by_metrics = _flagged(health, canary.pod_id)
     verdict = judging.judge(
         tallied,
         limits=judging.CanaryLimits.from_spec(settings),
         now=loop.now,
-        flagged=_flagged(health, canary.pod_id),
+        flagged=flagged,
+        flagged_by="metrics" if by_metrics else "probes",
         queries=bool(loop.spec.prometheus.error_ratio_query or loop.spec.prometheus.latency_query),
     )
     passed = verdict.result is VerdictResult.PASSED
@@ -130,13 +133,15 @@ def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
     return CanaryCall(pod_id=canary.pod_id, failure=failure, rollback_to=release.from_image)
 
 
-def _flagged(health: PoolHealth, pod_id: str) -> str | None:
-    """The health rule that flagged the canary, with its reason (not while pool-wide)."""
+def _flagged(health: PoolHealth, pod_id: str) -> tuple[str | None, bool]:
+    """The health rule that flagged the canary, with its reason (not while pool-wide),
+    and whether that rule reads Prometheus rather than the probes."""
     verdict = health.members.get(pod_id)
     if verdict is None or not verdict.flagged or health.pool_wide:
-        return None
+        return None, False
     rule = verdict.flagged[0]
-    return f"{rule}: {verdict.reasons.get(rule) or 'breached for its full duration'}"
+    reason = verdict.reasons.get(rule) or "breached for its full duration"
+    return f"{rule}: {reason}", rule in _METRIC_RULES
 
 
 def _in_release(m: MemberRecord, target: str) -> bool:

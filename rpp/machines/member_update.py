@@ -136,7 +136,8 @@ class UpdateCallbacks:
         update = record.update
         assert update is not None, "guarded by new_process_running"
         self._wire(signals.offered_slot)
-        self.view.change(image=update.running_image, update=None, drain_reason=None)
+        # A new process: the health rules start over, not from the old one's breaches.
+        self.view.change(image=update.running_image, update=None, drain_reason=None, breaches={})
         if update.rollback:
             text = (
                 f"pod {record.pod_id} is back on {update.from_image} "
@@ -192,7 +193,7 @@ class UpdateCallbacks:
         update = record.update
         assert update is not None, "guarded by new_process_running"
         self._wire(signals.offered_slot)
-        self.view.change(image=update.to_image, update=None, drain_reason=None)
+        self.view.change(image=update.to_image, update=None, drain_reason=None, breaches={})
         bake = format_duration(signals.settings.canary_bake_s)
         text = (
             f"pod {record.pod_id} now runs {update.to_image}: the release's canary bakes for "

@@ -134,6 +134,8 @@ def update_failure(
         or "the last in-place update failed and was rolled back"
     )
     paused = (
-        f"; image updates paused until {update_until:%Y-%m-%dT%H:%M:%SZ}" if update_until else ""
+        f"; image updates paused until {update_until:%Y-%m-%dT%H:%M:%SZ}"
+        if update_until is not None and now < update_until
+        else ""
     )
     return why + paused

@@ -10,7 +10,10 @@ Every record has `t` (seconds since the start) and `event`:
 - `action` {pool, action, pod, detail, mode, outcome}: create, terminate, update, wire,
   unwire or write-slots, as the executor carried it out (or planned it, in DryRun);
 - `condition` {pool, type, status, reason, message}: a condition appeared or flipped;
-- `loop` {pool, mode, ready, desired, wired, members, costPerHour}: after each reconcile;
+- `rollout` {pool, image, phase, canary, verdict, judgedBy, message, updating}: the
+  release of a new image changed phase or verdict (status.rollout);
+- `loop` {pool, mode, ready, desired, wired, members, costPerHour, rollout}: after each
+  reconcile (`rollout` is the release's phase, or None);
 - `cloud` {kind, pod, name, datacenter, gpuType, image, detail}: the fake cloud's
   ground truth, whoever caused it (created, deleted, updated, fault);
 - `scenario` {do, detail}: a scenario event outside the cloud (load, apply,
@@ -46,6 +49,7 @@ class Timeline:
         self._conditions: dict[str, dict[str, str]] = {}
         self._last_loop: dict[str, tuple[Any, ...]] = {}
         self._last_plan: dict[str, tuple[str, ...]] = {}
+        self._last_rollout: dict[str, tuple[Any, ...]] = {}
         self._said: set[tuple[Any, ...]] = set()  # repeatable lines since the last news
         self._repeats = 0
         self._repeated_until = 0.0
@@ -126,7 +130,35 @@ class Timeline:
                     reason=cond.reason,
                     message=cond.message,
                 )
+        self._rollout(pool, status)
         self.emit("loop", pool=pool, **loop_fields(status))
+
+    def _rollout(self, pool: str, status: PoolStatus) -> None:
+        """A `rollout` record when the release's phase, canary or verdict changed."""
+        release = status.rollout
+        if release is None:
+            return
+        verdict = release.verdict
+        result = None if verdict is None else verdict.result.value
+        key = (release.image, release.phase, release.canary, result)
+        if self._last_rollout.get(pool) == key:
+            return
+        self._last_rollout[pool] = key
+        if verdict is not None and verdict.result.value in ("Passed", "Failed", "Skipped"):
+            message = verdict.message
+        else:
+            message = release.waiting or (verdict.message if verdict else "")
+        self.emit(
+            "rollout",
+            pool=pool,
+            image=release.image,
+            phase=release.phase.value,
+            canary=release.canary,
+            verdict=result,
+            judgedBy=None if verdict is None else verdict.judged_by,
+            message=message,
+            updating=list(release.updating),
+        )
 
     def cloud(self, change: CloudChange) -> None:
         self.emit(
@@ -182,6 +214,10 @@ class Timeline:
             )
         if kind == "scenario":
             return f"{at}  ! {r['detail']}"
+        if kind == "rollout":
+            canary = f" (canary {r['canary']})" if r["canary"] else ""
+            said = f": {r['message']}" if r["message"] else ""
+            return f"{at}  {r['pool']}  release of {r['image']}: {r['phase']}{canary}{said}"
         if kind == "end":
             if r["status"] is None:
                 return f"\nRunPodPool {r['pool']} is deleted: no status is left to show."
@@ -232,6 +268,7 @@ def loop_fields(status: PoolStatus) -> dict[str, Any]:
         "wired": [m.pod_id for m in wired],
         "members": {m.pod_id: m.phase for m in status.members},
         "costPerHour": status.cost_per_hour,
+        "rollout": None if status.rollout is None else status.rollout.phase.value,
     }
 
 
@@ -244,15 +281,15 @@ def clock_text(seconds: float) -> str:
 TABLE_LEGEND = (
     "  READY: members in phase Ready (each serves in an nginx slot); a Flagged pod also",
     "  serves until its replacement is Ready. PLANNED: the actions DryRun would take",
-    "  (status.plannedActions), always 0 in Manage and Observe. SINCE: when the member",
-    "  entered its phase.",
+    "  (status.plannedActions), always 0 in Manage and Observe. ROLLOUT: where the release",
+    "  of spec.image is (status.rollout.phase). SINCE: when the member entered its phase.",
 )
 
 
 def member_table(pool: str, stored: Mapping[str, Any], *, start: dt.datetime) -> str:
     """`kubectl get rpp -o wide`, then one row per member."""
     status = PoolStatus.from_stored(stored)
-    head = ["NAME", "MODE", "READY", "DESIRED", "COST/H", "PLANNED"]
+    head = ["NAME", "MODE", "READY", "DESIRED", "COST/H", "PLANNED", "ROLLOUT"]
     row = [
         pool,
         status.mode,
@@ -260,6 +297,7 @@ def member_table(pool: str, stored: Mapping[str, Any], *, start: dt.datetime) ->
         str(status.desired),
         f"{status.cost_per_hour:g}",
         str(status.planned),
+        status.rollout.phase.value if status.rollout else "",
     ]
     lines = [*_columns([head, row]), *TABLE_LEGEND]
     members = [["POD", "NAME", "PHASE", "SLOT", "DATACENTER", "GPU", "IMAGE", "SINCE"]]
