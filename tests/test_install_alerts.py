@@ -3,7 +3,7 @@ fire when, and only when, the seed says they should.
 
 The metric names come from `rpp.model.metric_names`, the one list the controller registers.
 Prometheus' own promtool (Debian's prometheus package) parses every rule and every
-dashboard query, and unit-tests the three alerts on synthetic series named from that list.
+dashboard query, and unit-tests the four alerts on synthetic series named from that list.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def test_metric_names_are_what_prometheus_client_exports() -> None:
     }
     assert exported == m.queryable_names()
     names = [spec.name for spec in m.SPECS]
-    assert len(set(names)) == len(names) == 11
+    assert len(set(names)) == len(names) == 13
 
 
 def test_the_controllers_registries_register_exactly_the_listed_metrics() -> None:
@@ -120,6 +120,8 @@ def test_dashboard_panels_are_complete() -> None:
         "Actions",
         "RunPod API calls and errors",
         "Reconcile time",
+        "Release phase",
+        "Rollbacks",
     } <= titles
     for panel in dashboard["panels"]:
         assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
@@ -168,6 +170,7 @@ def alert_tests() -> list[dict[str, Any]]:
     short = "RunPodPoolShortOfReadyPods"
     notice = "RunPodPoolHostNotice"
     capacity = "RunPodPoolCapacityUnavailable"
+    rolled = "RunPodPoolReleaseRolledBack"
     replicas = [{"instance": "a"}, {"instance": "b"}]
     return [
         {  # pool "inference" short of one Ready pod for 30m, pool "ok" never
@@ -215,6 +218,24 @@ def alert_tests() -> list[dict[str, Any]]:
                  "exp_alerts": [expected(capacity, "1", pool="batch")]},
             ],
         },
+        {  # a release rolled back fires until it leaves RolledBack; other phases never
+            "interval": "1m",
+            "input_series": [
+                *(
+                    series(m.ROLLOUT_PHASE, "0 0 1x5 0x5", pool="inference", phase="RolledBack",
+                           **r)
+                    for r in replicas
+                ),
+                series(m.ROLLOUT_PHASE, "1x10", pool="inference", phase="Baking", instance="a"),
+                series(m.ROLLOUT_PHASE, "0x10", pool="batch", phase="RolledBack", instance="a"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "1m", "alertname": rolled, "exp_alerts": []},
+                {"eval_time": "4m", "alertname": rolled,
+                 "exp_alerts": [expected(rolled, "1", pool="inference")]},
+                {"eval_time": "9m", "alertname": rolled, "exp_alerts": []},
+            ],
+        },
     ]  # fmt: skip
 
 
@@ -239,6 +260,9 @@ def test_each_alert_has_a_summary_severity_and_the_seeds_expression(alert: str) 
         "RunPodPoolHostNotice": 'max by (pool) (runpod_pool_condition{type="HostNotice"}) > 0',
         "RunPodPoolCapacityUnavailable": (
             'max by (pool) (runpod_pool_condition{type="CapacityUnavailable"}) > 0'
+        ),
+        "RunPodPoolReleaseRolledBack": (
+            'max by (pool) (runpod_pool_rollout_phase{phase="RolledBack"}) > 0'
         ),
     }
     assert rule["expr"] == seed[alert]

@@ -21,8 +21,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from rpp.decide.conditions import ALL_CONDITIONS
 from rpp.model import metric_names as names
+from rpp.model.effects import UpdatePod
 from rpp.model.members import PHASES
 from rpp.model.results import EffectResult
+from rpp.model.rollout_records import RolloutPhase
 from rpp.model.status import PoolStatus
 
 
@@ -45,8 +47,11 @@ class PoolMetrics:
         self.cost = gauge(names.COST_PER_HOUR)
         self.condition = gauge(names.CONDITION)
         self.leader = gauge(names.LEADER)
+        self.rollout_phase = gauge(names.ROLLOUT_PHASE)
         n, h, labels = spec(names.ACTIONS_TOTAL)
         self.actions = Counter(n.removesuffix("_total"), h, labels, registry=registry)
+        n, h, labels = spec(names.ROLLBACKS_TOTAL)
+        self.rollbacks = Counter(n.removesuffix("_total"), h, labels, registry=registry)
         n, h, labels = spec(names.RECONCILE_SECONDS)
         self.reconcile_seconds = Histogram(
             n,
@@ -69,18 +74,23 @@ class PoolMetrics:
         raised = {c.type for c in status.conditions if c.status == "True"}
         for cond in ALL_CONDITIONS:
             self.condition.labels(pool=pool, type=cond).set(1 if cond in raised else 0)
+        phase = status.rollout.phase if status.rollout is not None else None
+        for each in RolloutPhase:
+            self.rollout_phase.labels(pool=pool, phase=each.value).set(1 if each is phase else 0)
 
     def count(self, pool: str, results: Iterable[EffectResult]) -> None:
         for done in results:
-            action = done.effect.action
-            if action == "event":
+            effect = done.effect
+            if effect.action == "event":
                 continue
-            self.actions.labels(pool=pool, action=action, outcome=done.result.value).inc()
+            self.actions.labels(pool=pool, action=effect.action, outcome=done.result.value).inc()
+            if isinstance(effect, UpdatePod) and effect.rollback and done.ok:
+                self.rollbacks.labels(pool=pool).inc()
 
     def pool_gauges(self) -> tuple[Gauge, ...]:
         """The gauges that describe pools: only the leader, which reconciles, exports them."""
         pools = (self.members, self.ready, self.desired, self.desired_min, self.cost)
-        return (*pools, self.condition)
+        return (*pools, self.condition, self.rollout_phase)
 
     def stand_by(self) -> None:
         """This replica stopped leading: drop every pool's gauges. The counters and the
@@ -99,3 +109,8 @@ class PoolMetrics:
         for cond in ALL_CONDITIONS:
             with contextlib.suppress(KeyError):
                 self.condition.remove(pool, cond)
+        for phase in RolloutPhase:
+            with contextlib.suppress(KeyError):
+                self.rollout_phase.remove(pool, phase.value)
+        with contextlib.suppress(KeyError):
+            self.rollbacks.remove(pool)

@@ -37,6 +37,8 @@ ACTIONS_TOTAL = "runpod_pool_actions_total"
 RUNPOD_API_CALLS_TOTAL = "runpod_pool_runpod_api_calls_total"
 RUNPOD_UNREADABLE_PODS = "runpod_pool_runpod_unreadable_pods"
 RECONCILE_SECONDS = "runpod_pool_reconcile_seconds"
+ROLLOUT_PHASE = "runpod_pool_rollout_phase"
+ROLLBACKS_TOTAL = "runpod_pool_rollbacks_total"
 LEADER = "runpod_pool_leader"
 
 # prometheus_client adds these to a histogram's name in the exposition.
@@ -101,6 +103,20 @@ SPECS: tuple[MetricSpec, ...] = (
         RECONCILE_SECONDS, "histogram", (POOL,), "Time one reconcile of one pool took, seconds."
     ),
     MetricSpec(LEADER, "gauge", (), "1 on the replica holding the leader Lease, else 0."),
+    MetricSpec(
+        ROLLOUT_PHASE,
+        "gauge",
+        (POOL, PHASE),
+        "1 for the phase the release of spec.image is in (Canary, Baking, Rolling, RolledBack, "
+        "Done), else 0.",
+    ),
+    MetricSpec(
+        ROLLBACKS_TOTAL,
+        "counter",
+        (POOL,),
+        "Pods put back on their old image in place: a canary that failed its bake, or an "
+        "update that did not start.",
+    ),
 )
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in SPECS}

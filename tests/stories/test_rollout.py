@@ -7,6 +7,7 @@ from typing import Any
 from rpp.model.status import PoolStatus
 from rpp.sim.cloud_model import FakePodInfo
 from rpp.sim.faults import Refuse
+from tests.stories.prom_stub import PromStub
 from tests.stories.world_kit import Story, pool_manifest, story
 
 OLD = "ghcr.io/example/inference:1.4.2"
@@ -198,3 +199,195 @@ def test_controller_restart_in_the_middle_of_a_roll_continues_it() -> None:
         assert len({u.pod_id for u in updates}) == 2
 
     story(body)
+
+
+# --- the release's canary -------------------------------------------------------------
+
+
+def phase_is(phase: str):  # type: ignore[no-untyped-def]
+    return lambda st: st.rollout is not None and st.rollout.phase == phase
+
+
+def sample(s: Story, name: str, **labels: str) -> float | None:
+    registry = s.world.controller.registry
+    value: float | None = registry.get_sample_value(name, {"pool": "inference", **labels})
+    return value
+
+
+def test_without_prometheus_the_canary_bakes_on_probes_only_and_says_so() -> None:
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        s.apply(image=NEW)
+        baking = await s.until(phase_is("Baking"), limit=40)
+        canary = baking.rollout.canary  # type: ignore[union-attr]
+        wired_at = baking.member(canary).since  # type: ignore[union-attr]
+        rolling = await s.until(phase_is("Rolling"), limit=40)
+        verdict = rolling.rollout.verdict  # type: ignore[union-attr]
+        assert verdict is not None
+        assert (verdict.result, verdict.judged_by) == ("Passed", "probes")
+        assert "the pool sets no prometheus.errorRatioQuery or latencyQuery" in verdict.message
+        assert (s.clock.now() - wired_at).total_seconds() >= 600, "the whole 10-minute bake"
+        await s.until(lambda st: on_image(st, NEW) == 2, limit=40)
+
+    story(body)
+
+
+def test_a_failed_canary_goes_back_and_its_image_waits_for_a_new_spec_image() -> None:
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        s.apply(image=NEW)
+        baking = await s.until(phase_is("Baking"), limit=40)
+        canary = baking.rollout.canary  # type: ignore[union-attr]
+        assert canary is not None
+        s.world.pods[canary].die()  # the new image stops answering mid-bake
+        failed = await s.until(
+            lambda st: (c := st.condition("UpdateFailed")) is not None and c.status == "True",
+            limit=20,
+        )
+        cond = failed.condition("UpdateFailed")
+        assert cond is not None
+        assert cond.reason == "CanaryFailed"
+        assert "a health rule flagged it: Unreachable" in cond.message
+        assert f"{NEW} is not tried again until spec.image changes" in cond.message
+        assert failed.rollout is not None
+        assert failed.rollout.verdict is not None
+        assert failed.rollout.verdict.judged_by == "probes"
+        assert failed.member(canary).phase == "Draining"  # type: ignore[union-attr]
+        await s.until(lambda st: on_image(st, OLD) == 2, limit=40)
+        assert sample(s, "runpod_pool_rollbacks_total") == 1.0
+        assert sample(s, "runpod_pool_rollout_phase", phase="RolledBack") == 1.0
+        assert sample(s, "runpod_pool_rollout_phase", phase="Baking") == 0.0
+        events = [
+            e.reason for r in s.results if r.decision for e in r.decision.effects
+            if e.action == "event"
+        ]  # fmt: skip
+        assert "CanaryFailed" in events
+        await s.loops(90)  # 45 minutes, well past the 30-minute update backoff
+        assert [(u.image, u.rollback) for u in s.effects("update")] == [(NEW, False), (OLD, True)]
+        assert s.status().rollout.phase == "RolledBack"  # type: ignore[union-attr]
+        assert len(s.effects("create")) == 2, "no pod was replaced for the release"
+        # To try the same image again: set the running image, then the one to retry.
+        s.apply(image=OLD)
+        done = await s.until(phase_is("Done"), limit=5)
+        assert done.condition("UpdateFailed").status == "False"  # type: ignore[union-attr]
+        s.apply(image=NEW)
+        again = await s.until(phase_is("Canary"), limit=5)
+        assert again.rollout is not None
+        assert again.rollout.verdict is None
+
+    story(body)
+
+
+def test_a_baking_canary_survives_a_controller_restart_every_loop() -> None:
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        s.apply(image=NEW)
+        baking = await s.until(phase_is("Baking"), limit=40)
+        canary = baking.rollout.canary  # type: ignore[union-attr]
+        wired_at = baking.member(canary).since  # type: ignore[union-attr]
+        for _ in range(40):
+            await s.world.restart_controller()
+            status = (await s.loops(1)).status
+            assert status is not None
+            if status.rollout is not None and status.rollout.phase != "Baking":
+                break
+        assert status.rollout is not None
+        assert status.rollout.phase == "Rolling"
+        assert status.rollout.verdict is not None
+        assert status.rollout.verdict.window >= 600
+        assert (s.clock.now() - wired_at).total_seconds() < 600 + 60, "not started over"
+
+    story(body)
+
+
+def test_a_pod_created_while_the_canary_bakes_gets_the_old_image() -> None:
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        s.apply(image=NEW)
+        baking = await s.until(phase_is("Baking"), limit=40)
+        canary = baking.rollout.canary  # type: ignore[union-attr]
+        peer = next(m.pod_id for m in baking.members if m.pod_id != canary)
+        s.world.cloud.remove_pod(peer)  # terminated in the RunPod console mid-bake
+        await s.until(lambda st: len(s.effects("create")) == 3, limit=20)
+        create = s.effects("create")[-1]
+        assert create.image == OLD
+        assert f"on {OLD}, the image the pool trusts" in create.describe()
+        new_pod = next(p for p in s.world.cloud.pods.values() if p.info.name == create.name)
+        assert new_pod.info.image == OLD
+        final = await s.until(lambda st: st.ready == 2 and on_image(st, NEW) == 2, limit=120)
+        assert final.rollout is not None
+        assert final.rollout.phase == "Done"
+
+    story(body)
+
+
+def test_turning_the_canary_off_mid_bake_lets_the_release_roll_on() -> None:
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        s.apply(image=NEW)
+        await s.until(phase_is("Baking"), limit=40)
+        s.apply(rollout={"canary": {"enabled": False}})
+        rolling = await s.until(phase_is("Rolling"), limit=3)
+        verdict = rolling.rollout.verdict  # type: ignore[union-attr]
+        assert verdict is not None
+        assert verdict.result == "Skipped"
+        await s.until(lambda st: on_image(st, NEW) == 2, limit=40)
+
+    story(body)
+
+
+def six_autoscaled_pods() -> dict[str, Any]:
+    return pool_manifest(
+        replicas={"min": 2, "max": 6},
+        maxPerDatacenter=2,
+        autoscaling={
+            "enabled": True,
+            "query": "pool_load",
+            "target": 1,
+            "scaleDownStabilization": "6h",
+        },
+        limits={
+            "maxPods": 8,
+            "maxHourlyCostUsd": 10.0,
+            "maxCreatesPerHour": 10,
+            "estimatedPodCostUsd": 0.7,
+        },
+        nginx={"slotPorts": 7},
+        rollout={"canary": {"bake": "2m"}, "maxParallel": 4},
+    )
+
+
+def test_after_its_canary_up_to_max_parallel_pods_update_while_ready_keeps_the_load_served() -> (
+    None
+):
+    """Six pods carry a load worth three (the autoscaler's value: 3 pods' worth at target
+    1, spread over the Ready pods). After the canary, pods update three at a time: a
+    fourth would leave 2 Ready, fewer than the load needs, though maxParallel is 4."""
+    prometheus = PromStub(value=2.0)
+
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 6, limit=120)
+        s.apply(image=NEW)
+        most = 0
+        lowest_while_rolling = 6
+        waits: set[str] = set()
+        for _ in range(200):
+            prometheus.value = 3.0 / max(1, s.status().ready)
+            status = (await s.loops(1)).status
+            assert status is not None
+            release = status.rollout
+            assert release is not None
+            most = max(most, len(release.updating))
+            if release.phase == "Rolling":
+                lowest_while_rolling = min(lowest_while_rolling, status.ready)
+                waits.add(release.waiting or "")
+            if release.phase == "Done":
+                break
+        assert status.rollout.phase == "Done"  # type: ignore[union-attr]
+        assert on_image(status, NEW) == 6
+        assert most == 3
+        assert lowest_while_rolling == 3
+        assert any("below 3 (the load needs 3" in w for w in waits), waits
+        assert len(s.effects("update")) == 6
+
+    story(body, manifest=six_autoscaled_pods(), prometheus=prometheus)
