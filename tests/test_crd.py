@@ -96,7 +96,9 @@ def test_crd_names_group_short_name_status_and_printer_columns() -> None:
     version = crd["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}
     columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert columns == ["Mode", "Ready", "Desired", "Cost/h", "Planned", "Age"]
+    assert columns == ["Mode", "Ready", "Desired", "Cost/h", "Planned", "Rollout", "Age"]
+    rollout = version["additionalPrinterColumns"][5]
+    assert rollout["jsonPath"] == ".status.rollout.phase"
 
 
 def test_group_can_be_overridden() -> None:

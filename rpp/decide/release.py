@@ -15,9 +15,11 @@ A release of spec.image goes:
 
 1. Canary. When a Ready pod runs another image, and the pool is otherwise idle and
    healthy with at least 2 Ready pods, the oldest such pod is drained and updated in
-   place. "Otherwise idle and healthy": no member warming, flagged, draining, updating
-   or terminating, none in breach of a health rule, no create wanted, no pool-wide
-   degradation, no update backoff. Replacements and missing replicas go first.
+   place. "Otherwise idle and healthy": no member warming, flagged, draining,
+   updating or terminating, none in breach of a health rule, no create wanted, no
+   pool-wide degradation, no update backoff. Replacements and missing replicas go
+   first. No canary when the pool already serves spec.image on a Ready pod (going
+   back to the image most pods run): the release goes straight to Rolling.
 2. Baking: the canary, back in nginx, serves for rollout.canary.bake and is judged.
 3. Rolling, once it passed (or rollout.canary.enabled is false): up to
    rollout.maxParallel pods drain and update at once. A first pod may always go, as
@@ -179,6 +181,22 @@ def roll(
         if m.phase == Phase.READY and m.slot is not None and m.image and m.image != target
     ]
     verdict = release.verdict
+    serving = [
+        m.pod_id
+        for m in live
+        if m.phase == Phase.READY and m.slot is not None and m.image == target
+        if m.pod_id != release.canary
+    ]
+    if serving and verdict is None:
+        # A canary proves an image the pool has not served; this one it serves already
+        # (going back to the image most pods run, or a stray pod on an old one).
+        verdict = Verdict(
+            result=VerdictResult.SKIPPED,
+            judged_by="probes",
+            message=f"the pool already serves {target} on {len(serving)} Ready pod(s): "
+            "no canary needed",
+        )
+        release = release.replace(verdict=verdict)
     passed = not spec.rollout.canary.enabled or (verdict is not None and verdict.result in _PASSED)
     paused = status.backoff.updates_blocked(now)
     waiting: str | None = None

@@ -99,6 +99,12 @@ def build_crd(group: str = model.API_GROUP) -> dict[str, Any]:
         ("Desired", "integer", ".status.desired", "Pods the pool wants now"),
         ("Cost/h", "number", ".status.costPerHour", "USD per hour of the pool's pods"),
         ("Planned", "integer", ".status.planned", "Actions planned this loop"),
+        (
+            "Rollout",
+            "string",
+            ".status.rollout.phase",
+            "Where the release of spec.image is: Canary, Baking, Rolling, RolledBack or Done",
+        ),
     ]
     printer = [{"name": n, "type": t, "jsonPath": p, "description": d} for n, t, p, d in columns]
     printer.append({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"})

@@ -19,7 +19,7 @@ reported with its path in the file and what to write instead, never as a traceba
            datacenter: EU-RO-1, image: ghcr.io/acme/infer:1.3, note: "..."}
       images:                      # how a container behaves on an image (a release)
         ghcr.io/acme/infer:1.5: {errorRatio: 0.3}          # 30% of requests answer 500
-        ghcr.io/acme/infer:1.6: {latency: 750ms}           # every request takes 0.75 s
+        ghcr.io/acme/infer:1.6: {latency: 0.75s}           # every request takes 0.75 s
         ghcr.io/acme/infer:1.7: {startFails: true}         # its service never answers
 
 Other top-level sections of the file belong to other readers and are ignored here.

@@ -391,3 +391,23 @@ def test_after_its_canary_up_to_max_parallel_pods_update_while_ready_keeps_the_l
         assert len(s.effects("update")) == 6
 
     story(body, manifest=six_autoscaled_pods(), prometheus=prometheus)
+
+
+def test_setting_the_old_image_back_mid_bake_takes_the_canary_back_without_a_bake() -> None:
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        s.apply(image=NEW)
+        baking = await s.until(phase_is("Baking"), limit=40)
+        canary = baking.rollout.canary  # type: ignore[union-attr]
+        s.apply(image=OLD)
+        back = await s.until(phase_is("Rolling"), limit=3)
+        verdict = back.rollout.verdict  # type: ignore[union-attr]
+        assert verdict is not None
+        assert verdict.result == "Skipped"
+        assert f"the pool already serves {OLD} on 1 Ready pod(s)" in verdict.message
+        assert back.member(canary).phase == "Draining"  # type: ignore[union-attr]
+        done = await s.until(phase_is("Done"), limit=20)
+        assert on_image(done, OLD) == 2
+        assert [u.image for u in s.effects("update")] == [NEW, OLD]
+
+    story(body)
