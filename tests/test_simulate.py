@@ -17,7 +17,7 @@ from rpp.sim.cloud_scenario import ScenarioError
 from rpp.sim.scenario import load_scenario, parse_scenario_text
 
 ROOT = Path(__file__).parents[1]
-EVENTS = {"transition", "action", "condition", "loop", "cloud", "scenario", "end"}
+EVENTS = {"transition", "action", "condition", "rollout", "loop", "cloud", "scenario", "end"}
 
 
 def rpp(*args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
@@ -45,10 +45,19 @@ def test_the_default_scenario_prints_a_timeline_and_the_member_table() -> None:
     assert any("Ready -> Flagged" in line and "Unreachable" in line for line in lines)
     assert any(line.startswith("+0:00:00  inference  create ") for line in lines)
     table = lines.index(next(line for line in lines if line.startswith("NAME ")))
-    assert lines[table].split() == ["NAME", "MODE", "READY", "DESIRED", "COST/H", "PLANNED"]
+    assert lines[table].split() == [
+        "NAME",
+        "MODE",
+        "READY",
+        "DESIRED",
+        "COST/H",
+        "PLANNED",
+        "ROLLOUT",
+    ]
     assert lines[table + 1].split()[:2] == ["inference", "Manage"]
     legend = " ".join(lines[table + 2 : lines.index("", table)])
     assert "PLANNED: the actions DryRun would take" in legend
+    assert "ROLLOUT: where the release of spec.image is" in " ".join(legend.split())
     members = lines[lines.index(next(line for line in lines if line.startswith("POD "))) :]
     assert members[0].split() == [
         "POD",
@@ -88,7 +97,9 @@ def test_json_output_is_one_object_per_line_with_t_and_a_known_event() -> None:
         "wired",
         "members",
         "costPerHour",
+        "rollout",
     }
+    assert loop["rollout"] == "Done", "the default scenario's pods run its spec.image"
     action = next(r for r in records if r["event"] == "action")
     assert {"pool", "action", "pod", "detail", "mode"} <= set(action)
     cloud = next(r for r in records if r["event"] == "cloud")

@@ -74,9 +74,9 @@ class PoolMetrics:
         raised = {c.type for c in status.conditions if c.status == "True"}
         for cond in ALL_CONDITIONS:
             self.condition.labels(pool=pool, type=cond).set(1 if cond in raised else 0)
-        phase = status.rollout.phase if status.rollout is not None else None
+        release = status.rollout.phase if status.rollout is not None else None
         for each in RolloutPhase:
-            self.rollout_phase.labels(pool=pool, phase=each.value).set(1 if each is phase else 0)
+            self.rollout_phase.labels(pool=pool, phase=each.value).set(1 if each is release else 0)
 
     def count(self, pool: str, results: Iterable[EffectResult]) -> None:
         for done in results:
