@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from rpp.decide.canary import CanaryLimits, judge, sides, tally
 from rpp.model.observations import PodMetrics
-from rpp.model.rollout_records import BakeTally, Verdict, VerdictResult
+from rpp.model.rollout_records import BakeTally, JudgedBy, Verdict, VerdictResult
 
 START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 LOOP_S = 30
@@ -49,9 +49,17 @@ def bake(series: Sequence[Loop]) -> tuple[BakeTally, dt.datetime]:
     return tallied, now
 
 
-def verdict_of(series: Sequence[Loop], **kwargs: object) -> Verdict:
+def verdict_of(
+    series: Sequence[Loop],
+    *,
+    flagged: str | None = None,
+    flagged_by: JudgedBy = "probes",
+    queries: bool = True,
+) -> Verdict:
     tallied, now = bake(series)
-    return judge(tallied, limits=LIMITS, now=now, **kwargs)  # type: ignore[arg-type]
+    return judge(
+        tallied, limits=LIMITS, now=now, flagged=flagged, flagged_by=flagged_by, queries=queries
+    )
 
 
 OLD = [pod(), pod(), pod()]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from rpp.model.effects import RecordEvent
+from rpp.model.members import MemberRecord
+from rpp.model.rollout_records import Rollout
 from rpp.model.status import PoolStatus
 from rpp.sim.cloud_model import FakePodInfo
 from rpp.sim.faults import Refuse
@@ -204,8 +208,23 @@ def test_controller_restart_in_the_middle_of_a_roll_continues_it() -> None:
 # --- the release's canary -------------------------------------------------------------
 
 
-def phase_is(phase: str):  # type: ignore[no-untyped-def]
+def phase_is(phase: str) -> Callable[[PoolStatus], bool]:
     return lambda st: st.rollout is not None and st.rollout.phase == phase
+
+
+def release_of(status: PoolStatus | None) -> Rollout:
+    """The status' release block, which these stories expect to be there."""
+    assert status is not None
+    assert status.rollout is not None
+    return status.rollout
+
+
+def canary_of(status: PoolStatus) -> MemberRecord:
+    canary = release_of(status).canary
+    assert canary is not None
+    member = status.member(canary)
+    assert member is not None
+    return member
 
 
 def sample(s: Story, name: str, **labels: str) -> float | None:
@@ -219,10 +238,9 @@ def test_without_prometheus_the_canary_bakes_on_probes_only_and_says_so() -> Non
         await s.until(lambda st: st.ready == 2, limit=20)
         s.apply(image=NEW)
         baking = await s.until(phase_is("Baking"), limit=40)
-        canary = baking.rollout.canary  # type: ignore[union-attr]
-        wired_at = baking.member(canary).since  # type: ignore[union-attr]
+        wired_at = canary_of(baking).since
         rolling = await s.until(phase_is("Rolling"), limit=40)
-        verdict = rolling.rollout.verdict  # type: ignore[union-attr]
+        verdict = release_of(rolling).verdict
         assert verdict is not None
         assert (verdict.result, verdict.judged_by) == ("Passed", "probes")
         assert "the pool sets no prometheus.errorRatioQuery or latencyQuery" in verdict.message
@@ -237,8 +255,7 @@ def test_a_failed_canary_goes_back_and_its_image_waits_for_a_new_spec_image() ->
         await s.until(lambda st: st.ready == 2, limit=20)
         s.apply(image=NEW)
         baking = await s.until(phase_is("Baking"), limit=40)
-        canary = baking.rollout.canary  # type: ignore[union-attr]
-        assert canary is not None
+        canary = canary_of(baking).pod_id
         s.world.pods[canary].die()  # the new image stops answering mid-bake
         failed = await s.until(
             lambda st: (c := st.condition("UpdateFailed")) is not None and c.status == "True",
@@ -249,31 +266,35 @@ def test_a_failed_canary_goes_back_and_its_image_waits_for_a_new_spec_image() ->
         assert cond.reason == "CanaryFailed"
         assert "a health rule flagged it: Unreachable" in cond.message
         assert f"{NEW} is not tried again until spec.image changes" in cond.message
-        assert failed.rollout is not None
-        assert failed.rollout.verdict is not None
-        assert failed.rollout.verdict.judged_by == "probes"
-        assert failed.member(canary).phase == "Draining"  # type: ignore[union-attr]
+        failed_verdict = release_of(failed).verdict
+        assert failed_verdict is not None
+        assert failed_verdict.judged_by == "probes"
+        assert canary_of(failed).phase == "Draining"
         await s.until(lambda st: on_image(st, OLD) == 2, limit=40)
         assert sample(s, "runpod_pool_rollbacks_total") == 1.0
         assert sample(s, "runpod_pool_rollout_phase", phase="RolledBack") == 1.0
         assert sample(s, "runpod_pool_rollout_phase", phase="Baking") == 0.0
         events = [
-            e.reason for r in s.results if r.decision for e in r.decision.effects
-            if e.action == "event"
-        ]  # fmt: skip
+            e.reason
+            for r in s.results
+            if r.decision
+            for e in r.decision.effects
+            if isinstance(e, RecordEvent)
+        ]
         assert "CanaryFailed" in events
         await s.loops(90)  # 45 minutes, well past the 30-minute update backoff
         assert [(u.image, u.rollback) for u in s.effects("update")] == [(NEW, False), (OLD, True)]
-        assert s.status().rollout.phase == "RolledBack"  # type: ignore[union-attr]
+        assert release_of(s.status()).phase == "RolledBack"
         assert len(s.effects("create")) == 2, "no pod was replaced for the release"
         # To try the same image again: set the running image, then the one to retry.
         s.apply(image=OLD)
         done = await s.until(phase_is("Done"), limit=5)
-        assert done.condition("UpdateFailed").status == "False"  # type: ignore[union-attr]
+        cleared = done.condition("UpdateFailed")
+        assert cleared is not None
+        assert cleared.status == "False"
         s.apply(image=NEW)
         again = await s.until(phase_is("Canary"), limit=5)
-        assert again.rollout is not None
-        assert again.rollout.verdict is None
+        assert release_of(again).verdict is None
 
     story(body)
 
@@ -283,18 +304,15 @@ def test_a_baking_canary_survives_a_controller_restart_every_loop() -> None:
         await s.until(lambda st: st.ready == 2, limit=20)
         s.apply(image=NEW)
         baking = await s.until(phase_is("Baking"), limit=40)
-        canary = baking.rollout.canary  # type: ignore[union-attr]
-        wired_at = baking.member(canary).since  # type: ignore[union-attr]
+        wired_at = canary_of(baking).since
         for _ in range(40):
             await s.world.restart_controller()
-            status = (await s.loops(1)).status
-            assert status is not None
-            if status.rollout is not None and status.rollout.phase != "Baking":
+            release = release_of((await s.loops(1)).status)
+            if release.phase != "Baking":
                 break
-        assert status.rollout is not None
-        assert status.rollout.phase == "Rolling"
-        assert status.rollout.verdict is not None
-        assert status.rollout.verdict.window >= 600
+        assert release.phase == "Rolling"
+        assert release.verdict is not None
+        assert release.verdict.window >= 600
         assert (s.clock.now() - wired_at).total_seconds() < 600 + 60, "not started over"
 
     story(body)
@@ -305,7 +323,7 @@ def test_a_pod_created_while_the_canary_bakes_gets_the_old_image() -> None:
         await s.until(lambda st: st.ready == 2, limit=20)
         s.apply(image=NEW)
         baking = await s.until(phase_is("Baking"), limit=40)
-        canary = baking.rollout.canary  # type: ignore[union-attr]
+        canary = canary_of(baking).pod_id
         peer = next(m.pod_id for m in baking.members if m.pod_id != canary)
         s.world.cloud.remove_pod(peer)  # terminated in the RunPod console mid-bake
         await s.until(lambda st: len(s.effects("create")) == 3, limit=20)
@@ -315,8 +333,7 @@ def test_a_pod_created_while_the_canary_bakes_gets_the_old_image() -> None:
         new_pod = next(p for p in s.world.cloud.pods.values() if p.info.name == create.name)
         assert new_pod.info.image == OLD
         final = await s.until(lambda st: st.ready == 2 and on_image(st, NEW) == 2, limit=120)
-        assert final.rollout is not None
-        assert final.rollout.phase == "Done"
+        assert release_of(final).phase == "Done"
 
     story(body)
 
@@ -328,7 +345,7 @@ def test_turning_the_canary_off_mid_bake_lets_the_release_roll_on() -> None:
         await s.until(phase_is("Baking"), limit=40)
         s.apply(rollout={"canary": {"enabled": False}})
         rolling = await s.until(phase_is("Rolling"), limit=3)
-        verdict = rolling.rollout.verdict  # type: ignore[union-attr]
+        verdict = release_of(rolling).verdict
         assert verdict is not None
         assert verdict.result == "Skipped"
         await s.until(lambda st: on_image(st, NEW) == 2, limit=40)
@@ -374,17 +391,16 @@ def test_after_its_canary_up_to_max_parallel_pods_update_while_ready_keeps_the_l
         for _ in range(200):
             prometheus.value = 3.0 / max(1, s.status().ready)
             status = (await s.loops(1)).status
+            release = release_of(status)
             assert status is not None
-            release = status.rollout
-            assert release is not None
             most = max(most, len(release.updating))
             if release.phase == "Rolling":
                 lowest_while_rolling = min(lowest_while_rolling, status.ready)
                 waits.add(release.waiting or "")
             if release.phase == "Done":
                 break
-        assert status.rollout.phase == "Done"  # type: ignore[union-attr]
-        assert on_image(status, NEW) == 6
+        assert release.phase == "Done"
+        assert on_image(s.status(), NEW) == 6
         assert most == 3
         assert lowest_while_rolling == 3
         assert any("below 3 (the load needs 3" in w for w in waits), waits
@@ -398,14 +414,16 @@ def test_setting_the_old_image_back_mid_bake_takes_the_canary_back_without_a_bak
         await s.until(lambda st: st.ready == 2, limit=20)
         s.apply(image=NEW)
         baking = await s.until(phase_is("Baking"), limit=40)
-        canary = baking.rollout.canary  # type: ignore[union-attr]
+        canary = canary_of(baking).pod_id
         s.apply(image=OLD)
         back = await s.until(phase_is("Rolling"), limit=3)
-        verdict = back.rollout.verdict  # type: ignore[union-attr]
+        verdict = release_of(back).verdict
         assert verdict is not None
         assert verdict.result == "Skipped"
         assert f"the pool already serves {OLD} on 1 Ready pod(s)" in verdict.message
-        assert back.member(canary).phase == "Draining"  # type: ignore[union-attr]
+        went_back = back.member(canary)
+        assert went_back is not None
+        assert went_back.phase == "Draining"
         done = await s.until(phase_is("Done"), limit=20)
         assert on_image(done, OLD) == 2
         assert [u.image for u in s.effects("update")] == [NEW, OLD]
