@@ -39,6 +39,7 @@ verdict.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -68,14 +69,26 @@ class CanaryCall:
     rollback_to: str | None
 
 
-def create_image(spec: RunPodPoolSpec, release: Rollout | None) -> str | None:
-    """The image a pod created now gets: spec.image, unless that release has not passed
-    its canary yet or was rolled back; then the image the pool trusts."""
-    if release is None or release.image != spec.image or release.from_image is None:
-        return spec.image
-    if release.phase in (RolloutPhase.ROLLING, RolloutPhase.DONE):
-        return spec.image
-    return release.from_image
+def create_image(
+    spec: RunPodPoolSpec, release: Rollout | None, members: Sequence[MemberRecord]
+) -> str | None:
+    """The image a pod created now gets: spec.image, unless its release has not passed
+    its canary yet or was rolled back; then the image the pool trusts: the canary's old
+    one, or before a canary was chosen, the one most Ready pods run."""
+    if spec.image is None:
+        return None  # the template's image: no release to hold back
+    if release is not None and release.image == spec.image:
+        if release.phase in (RolloutPhase.ROLLING, RolloutPhase.DONE):
+            return spec.image
+        if release.from_image is not None:
+            return release.from_image
+    # A release just starting (spec.image changed this loop) has not passed either.
+    running = Counter(
+        m.image
+        for m in members
+        if m.phase == Phase.READY and m.slot is not None and m.image and m.image != spec.image
+    )
+    return running.most_common(1)[0][0] if running else spec.image
 
 
 def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:

@@ -429,3 +429,19 @@ def test_setting_the_old_image_back_mid_bake_takes_the_canary_back_without_a_bak
         assert [u.image for u in s.effects("update")] == [NEW, OLD]
 
     story(body)
+
+
+def test_a_pod_created_the_loop_a_new_image_is_applied_gets_the_old_image() -> None:
+    async def body(s: Story) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        s.apply(image=NEW, replicas={"min": 3, "max": 3}, nginx={"slotPorts": 4})
+        await s.loops(1)
+        (create,) = [c for c in s.effects("create") if c.reason.startswith("2 of 3")]
+        assert create.image == OLD, "the new image has not passed a canary yet"
+        final = await s.until(lambda st: on_image(st, NEW) == 3, limit=120)
+        assert final.ready == 3
+        verdict = release_of(final).verdict
+        assert verdict is not None
+        assert verdict.result == "Passed", "the canary was judged, not skipped"
+
+    story(body)
