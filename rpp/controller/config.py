@@ -23,6 +23,9 @@ PROMETHEUS_URL are cut from every message.
 | RUNPOD_PROXY_URL | each pod's proxy host | where probes and nginx slots send pod traffic |
 | POD_NAME | the host name | this replica's name in the leader Lease |
 | RUNPOD_MAX_ANSWER_MB | 16 | the largest RunPod answer read (MiB); bigger ones are refused |
+| PROBE_CONCURRENCY | 2000 | most pods probed at once, over every pool |
+| PROBE_HEALTH_MAX_KIB | 64 | most of a health answer read; a longer one fails the probe |
+| PROBE_METRICS_MAX_KIB | 1024 | most of a metrics page read; a longer one fails the probe |
 """
 
 from __future__ import annotations
@@ -36,7 +39,15 @@ import httpx
 
 from rpp.adapters.kube.api import DEFAULT_CRD_GROUP
 from rpp.model.durations import DurationError, parse_duration
-from rpp.observe.prober import proxy_url, url_pattern_from
+from rpp.observe.prober import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_HEALTH_LIMIT,
+    DEFAULT_METRICS_LIMIT,
+    HEALTH_LIMIT_SETTING,
+    METRICS_LIMIT_SETTING,
+    proxy_url,
+    url_pattern_from,
+)
 
 DEFAULT_API_URL = "https://api.runpod.io"
 DEFAULT_LISTEN = "0.0.0.0:8080"
@@ -75,6 +86,11 @@ class Config:
     """RUNPOD_PROXY_URL as the prober's and the slots' URL pattern."""
     pod_name: str | None = None
     runpod_max_answer_mb: int = DEFAULT_MAX_ANSWER_MB
+    probe_concurrency: int = DEFAULT_CONCURRENCY
+    probe_health_limit: int = DEFAULT_HEALTH_LIMIT
+    """Bytes."""
+    probe_metrics_limit: int = DEFAULT_METRICS_LIMIT
+    """Bytes."""
 
     @property
     def prometheus_display(self) -> str:
@@ -106,7 +122,33 @@ def load_config(environ: Mapping[str, str]) -> Config:
         proxy_pattern=_proxy(get("RUNPOD_PROXY_URL")),
         pod_name=get("POD_NAME") or get("HOSTNAME"),
         runpod_max_answer_mb=_answer_limit(get("RUNPOD_MAX_ANSWER_MB")),
+        probe_concurrency=_count(
+            "PROBE_CONCURRENCY", get("PROBE_CONCURRENCY"), DEFAULT_CONCURRENCY, high=1_000_000
+        ),
+        probe_health_limit=_kib(
+            HEALTH_LIMIT_SETTING, get(HEALTH_LIMIT_SETTING), DEFAULT_HEALTH_LIMIT
+        ),
+        probe_metrics_limit=_kib(
+            METRICS_LIMIT_SETTING, get(METRICS_LIMIT_SETTING), DEFAULT_METRICS_LIMIT
+        ),
     )
+
+
+def _kib(name: str, value: str | None, default_bytes: int) -> int:
+    """A size given in KiB (1 KiB to 1 GiB), as bytes."""
+    return 1024 * _count(name, value, default_bytes // 1024, high=1024 * 1024)
+
+
+def _count(name: str, value: str | None, default: int, *, high: int) -> int:
+    """A whole number from 1 to `high`; the default when unset."""
+    if value is None:
+        return default
+    if not value.isdigit() or not 1 <= int(value) <= high:
+        raise ConfigError(
+            f"{name}: {value!r} is not a whole number from 1 to {high}; "
+            f"unset it for the default ({default})"
+        )
+    return int(value)
 
 
 def _api_key(value: str | None) -> str:

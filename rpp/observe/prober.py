@@ -8,8 +8,16 @@ streak, the Unreachable and SlowScrape rules and restart detection.
 
 Time: latencies are measured on the running event loop's clock and timeouts are
 enforced with `asyncio.timeout`, so the simulator's virtual-time loop runs the same code
-in no wall time. Concurrency is bounded (64 pods at a time by default) across every pool
-that shares the prober.
+in no wall time. Every pod of every pool that shares the prober is probed at once, up to
+`concurrency` pods (PROBE_CONCURRENCY); the transport (rpp/adapters/pod_http.py) gives
+each pod its own connections, so no probe waits on another pod's.
+
+A pod's answers are the pod's to write, so they are bounded: a health answer over
+`health_limit` bytes or a metrics page over `metrics_limit` fails the probe with an error
+naming the limit and its setting, without reading further; the page is parsed chunk by
+chunk between other pods' probes and only until the probe's deadline (the request's
+start plus its timeout; rpp/observe/metrics_text.py). What one pod sends changes only
+that pod's verdict.
 
 Secrets: the metrics token travels in the URL, because that is how the pool's service
 takes it. It never leaves this module: error texts are built from status codes and
@@ -33,12 +41,21 @@ from urllib.parse import quote, quote_plus
 import httpx
 
 from rpp import __version__
+from rpp.adapters.pod_http import PER_POD_CONNECTIONS, PodTransport
 from rpp.model import spec
 from rpp.model.observations import ProbeResult
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN, proxy_host
-from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page
+from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page_within
 
-DEFAULT_CONCURRENCY = 64
+DEFAULT_CONCURRENCY = 2000
+"""Pods probed at once (PROBE_CONCURRENCY): above any one controller's fleet today."""
+DEFAULT_HEALTH_LIMIT = 64 * 1024
+"""Bytes read of a health answer (PROBE_HEALTH_MAX_KIB); "ok" is what a service sends."""
+DEFAULT_METRICS_LIMIT = 1024 * 1024
+"""Bytes read of a metrics page (PROBE_METRICS_MAX_KIB): several times a large inference
+server's page, and parsed in about a third of a second."""
+HEALTH_LIMIT_SETTING = "PROBE_HEALTH_MAX_KIB"
+METRICS_LIMIT_SETTING = "PROBE_METRICS_MAX_KIB"
 USER_AGENT = f"runpod-pool-controller/{__version__} (prober)"
 REDACTED = "<redacted>"
 
@@ -85,6 +102,7 @@ class _Answer:
     latency_s: float | None
     error: str | None = None
     body: bytes = b""
+    deadline: float = 0.0  # the request's start + its timeout, on the loop's clock
 
 
 class Prober:
@@ -97,20 +115,26 @@ class Prober:
         url_pattern: str = DEFAULT_URL_PATTERN,
         concurrency: int = DEFAULT_CONCURRENCY,
         timeout_s: float = 10.0,
+        health_limit: int = DEFAULT_HEALTH_LIMIT,
+        metrics_limit: int = DEFAULT_METRICS_LIMIT,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"probe concurrency must be at least 1, got {concurrency}")
         if timeout_s <= 0:
             raise ValueError(f"probe timeout must be above 0 seconds, got {timeout_s}")
+        if health_limit < 1 or metrics_limit < 1:
+            raise ValueError("probe answer limits must be at least 1 byte")
         proxy_url(url_pattern, pod_id="x", port=80)  # a bad pattern fails here, not per pod
         self._transport = transport
         self._url_pattern = url_pattern
         self._concurrency = concurrency
         self._timeout_s = timeout_s
+        self._health_limit = health_limit
+        self._metrics_limit = metrics_limit
         self._slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     async def probe(self, targets: Iterable[ProbeTarget]) -> dict[str, ProbeResult]:
-        """Probe every target concurrently (bounded); returns {pod_id: result}."""
+        """Probe every target at once (up to `concurrency`); returns {pod_id: result}."""
         targets = list(targets)
         results = await asyncio.gather(*(self.probe_one(t) for t in targets))
         return {t.pod_id: r for t, r in zip(targets, results, strict=True)}
@@ -121,7 +145,7 @@ class Prober:
                 self._get(target, target.settings.health_path, with_token=False),
                 self._get(target, target.settings.metrics_path, with_token=True),
             )
-        return _verdict(target, health, metrics)
+            return await _verdict(target, health, metrics)
 
     def _semaphore(self) -> asyncio.Semaphore:
         # A semaphore belongs to one event loop; tests and the simulator may use several.
@@ -147,6 +171,11 @@ class Prober:
             return _Answer(False, None, f"request failed ({type(error).__name__})")
         loop = asyncio.get_running_loop()
         started = loop.time()
+        limit, setting = (
+            (self._metrics_limit, METRICS_LIMIT_SETTING)
+            if with_token  # the metrics path
+            else (self._health_limit, HEALTH_LIMIT_SETTING)
+        )
         try:
             async with asyncio.timeout(timeout_s):
                 # The transport, not a client: a probe needs no cookies (a pod's cookies
@@ -154,7 +183,7 @@ class Prober:
                 # skipping them halves a probe's CPU on a sweep of many pods.
                 response = await self._transport.handle_async_request(request)
                 try:
-                    body = await response.aread()
+                    body = await _read_capped(response, limit)
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -169,10 +198,39 @@ class Prober:
         latency = loop.time() - started
         if response.status_code != 200:
             return _Answer(False, latency, f"HTTP {response.status_code}")
-        return _Answer(True, latency, body=body)
+        if body is None:
+            return _Answer(False, latency, f"answer over the {_size(limit)} limit ({setting})")
+        return _Answer(True, latency, body=body, deadline=started + timeout_s)
 
 
-@lru_cache(maxsize=8192)
+async def _read_capped(response: httpx.Response, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to exceed `limit` bytes.
+
+    The announced length refuses a big answer before a byte of it is read; a chunked
+    or lying one is cut when the count passes the limit (closing the connection).
+    """
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        return None
+    parts = []
+    size = 0
+    async for chunk in response.aiter_raw():
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _size(limit: int) -> str:
+    if limit % (1024 * 1024) == 0:
+        return f"{limit // (1024 * 1024)} MiB"
+    if limit % 1024 == 0:
+        return f"{limit // 1024} KiB"
+    return f"{limit} bytes"
+
+
+@lru_cache(maxsize=16384)
 def _probe_request(
     pattern: str, *, pod_id: str, port: int, path: str, token_param: str, token: str | None
 ) -> httpx.Request:
@@ -188,7 +246,7 @@ def _probe_request(
     return httpx.Request("GET", url, headers=headers)
 
 
-def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> ProbeResult:
+async def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> ProbeResult:
     errors = []
     if not health.ok:
         errors.append(f"health {target.settings.health_path}: {health.error}")
@@ -200,7 +258,8 @@ def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> ProbeRes
     elif metrics.ok:
         try:
             # Prometheus's text format is UTF-8 by definition, whatever the header says.
-            page = parse_metrics_page(metrics.body.decode("utf-8", "replace"))
+            text = metrics.body.decode("utf-8", "replace")
+            page = await parse_metrics_page_within(text, deadline=metrics.deadline)
         except MetricsTextError as error:
             # Only a pool that requires a metric needs the page to parse; for the others
             # an unparseable page merely means no restart detection.
@@ -252,19 +311,14 @@ def url_pattern_from(runpod_proxy_url: str | None) -> str:
     return runpod_proxy_url.rstrip("/")
 
 
-def make_transport(*, concurrency: int = DEFAULT_CONCURRENCY) -> httpx.AsyncHTTPTransport:
-    """A connection pool sized for the prober: two requests per pod in flight.
+def make_transport(*, url_pattern: str = DEFAULT_URL_PATTERN) -> PodTransport:
+    """The prober's transport for `rpp run`: two connections per pod's origin.
 
-    No transport timeouts: the prober's own (`asyncio.timeout`) hold on a virtual-time
-    loop too. Keep-alive stays at httpx's default of 20 idle connections: each pod is
-    its own origin behind RunPod's proxy, so idle connections are rarely reused a loop
-    later, and httpcore 1.0's pool scans its idle connections quadratically (measured
-    through a client, 1,000 pods at concurrency 64: 6.2 s a sweep with 20 kept alive,
-    27 s with 64, 47 s with 128; straight to this transport with 20, 4.7-5.1 s;
-    benchmarks/bench_probe_sweep.py).
+    When RUNPOD_PROXY_URL sends every pod to one base URL (a local proxy emulation),
+    all pods share one origin, so the per-origin limit is lifted; `concurrency` bounds it.
     """
-    limits = httpx.Limits(max_connections=2 * concurrency, max_keepalive_connections=20)
-    return httpx.AsyncHTTPTransport(limits=limits)
+    one_origin_per_pod = "{pod_id}" in url_pattern
+    return PodTransport(per_host=PER_POD_CONNECTIONS if one_origin_per_pod else 0)
 
 
 def _redact(text: str, secret: str | None) -> str:
