@@ -29,6 +29,7 @@ from rpp.sim.inference import FakeInferencePod
 from rpp.sim.proxy import CDN_LIMIT_S, ProxyApp, route_by_host
 
 CLIP_LINE = 400  # an error line: the field's path and sentence, and a clipped value
+KEEP_ALIVE_S = 75  # idle client connections kept this long (nginx's default)
 
 
 def _port(text: str) -> int:
@@ -57,6 +58,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=CDN_LIMIT_S,
         help=f"seconds before the proxy answers 524 (default {CDN_LIMIT_S:g})",
     )
+    parser.add_argument(
+        "--pod-latency",
+        type=float,
+        default=0.0,
+        help="seconds every fake pod takes to answer (default 0)",
+    )
+    parser.add_argument("--certfile", type=Path, help="serve over TLS with this certificate (PEM)")
+    parser.add_argument("--keyfile", type=Path, help="the certificate's private key (PEM)")
     parser.set_defaults(func=run)
 
 
@@ -70,25 +79,37 @@ def run(args: argparse.Namespace) -> int:
     if args.proxy_limit <= 0:
         print("rpp fake-runpod: --proxy-limit must be positive seconds", file=sys.stderr)
         return 2
+    if args.pod_latency < 0:
+        print("rpp fake-runpod: --pod-latency must be 0 or more seconds", file=sys.stderr)
+        return 2
+    if (args.certfile is None) != (args.keyfile is None):
+        print("rpp fake-runpod: give --certfile and --keyfile together", file=sys.stderr)
+        return 2
     clock = SystemClock()
-    cloud = build_cloud(scenario, clock=clock, pod_server_factory=_inference_pods(clock))
+    pods = _inference_pods(clock, latency_s=args.pod_latency)
+    cloud = build_cloud(scenario, clock=clock, pod_server_factory=pods)
     app = route_by_host(CloudApi(cloud), ProxyApp(cloud, limit_s=args.proxy_limit))
-    return asyncio.run(_serve(app, host=args.host, port=args.port))
+    tls = (args.certfile, args.keyfile) if args.certfile is not None else None
+    return asyncio.run(_serve(app, host=args.host, port=args.port, tls=tls))
 
 
-def _inference_pods(clock: Clock) -> PodServerFactory:
+def _inference_pods(clock: Clock, *, latency_s: float = 0.0) -> PodServerFactory:
     """Every pod runs the fake inference service, its process starting when it boots.
 
     The metrics token is the pod's METRICS_TOKEN env value (the README's example key).
+    `latency_s`: every answer (health, metrics, app) takes that long, as a far pod's would.
     """
 
     def factory(info: FakePodInfo) -> PodServer:
-        return FakeInferencePod(
+        pod = FakeInferencePod(
             pod_id=info.pod_id,
             clock=clock,
             process_start=info.started_at,
             metrics_token=info.env.get("METRICS_TOKEN"),
         )
+        if latency_s:
+            pod.slow(latency_s)
+        return pod
 
     return factory
 
@@ -108,7 +129,9 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _serve(app: ASGIApp, *, host: str, port: int) -> int:
+async def _serve(
+    app: ASGIApp, *, host: str, port: int, tls: tuple[Path, Path] | None = None
+) -> int:
     try:
         sock = listen(host, port)
     except OSError as error:
@@ -119,11 +142,21 @@ async def _serve(app: ASGIApp, *, host: str, port: int) -> int:
             file=sys.stderr,
         )
         return 2
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        # A controller probes every pod every loop (30 s by default): keep its
+        # connections open across loops, as a long-lived proxy does, not uvicorn's 5 s.
+        timeout_keep_alive=KEEP_ALIVE_S,
+        ssl_certfile=str(tls[0]) if tls else None,
+        ssl_keyfile=str(tls[1]) if tls else None,
+    )
     server = uvicorn.Server(config)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if sock.family == socket.AF_INET6 else bound_host
-    url = f"http://{shown}:{bound_port}"
+    url = f"{'https' if tls else 'http'}://{shown}:{bound_port}"
     print(f"fake RunPod listening on {url}", flush=True)
     print(
         f"  REST v2 {url}/v2  GraphQL {url}/graphql  control {url}/_fake/  "

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _main(config: Config, *, kubeconfig: str | None) -> int:
-    from kubernetes.aio import client
+    from kubernetes.aio.client.api_client import ApiClient
 
     from rpp.adapters.kube.connect import ClusterConfigError, load_cluster_access
     from rpp.adapters.kube.real import RealKubeApi
@@ -98,7 +98,7 @@ async def _main(config: Config, *, kubeconfig: str | None) -> int:
         )
         return 2
     settings = KubeSettings(namespace=namespace, crd_group=config.crd_group)
-    kube = RealKubeApi(client.ApiClient(access.configuration), settings)
+    kube = RealKubeApi(ApiClient(access.configuration), settings)
     process = ControllerProcess(config, kube=kube, clock=SystemClock())
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubernetes.aio import client, config
+from kubernetes.aio import config
+from kubernetes.aio.client.configuration import Configuration
 from kubernetes.aio.config.incluster_config import InClusterConfigLoader
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -30,7 +31,7 @@ class ClusterAccess:
     """A client configuration and the namespace the credentials point at (None: unknown)."""
 
     # repr=False: the configuration holds the bearer token.
-    configuration: client.Configuration = field(repr=False)
+    configuration: Configuration = field(repr=False)
     namespace: str | None
     source: str
     """"in-cluster" or the kubeconfig path, for the startup log line."""
@@ -54,7 +55,7 @@ async def load_cluster_access(
         or env.get("KUBECONFIG")
         or os.path.expanduser(config.KUBE_CONFIG_DEFAULT_LOCATION)
     )
-    configuration = client.Configuration()
+    configuration = Configuration()
     try:
         await config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=path, client_configuration=configuration, persist_config=False
@@ -71,7 +72,7 @@ async def load_cluster_access(
 
 
 def _in_cluster(env: Mapping[str, str], service_account_dir: Path) -> ClusterAccess:
-    configuration = client.Configuration()
+    configuration = Configuration()
     loader = InClusterConfigLoader(  # type: ignore[no-untyped-call]
         token_filename=str(service_account_dir / "token"),
         cert_filename=str(service_account_dir / "ca.crt"),

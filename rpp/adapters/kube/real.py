@@ -1,9 +1,15 @@
 """The Kubernetes adapter on the official `kubernetes` client's asyncio API (`kubernetes.aio`).
 
-This is the only code that talks to the API server. It speaks through the client's typed
-operations (which build the URLs, authenticate and serialise) in their
-`*_without_preload_content` form, and reads the server's JSON itself: objects come back as the
-server wrote them (dicts, timestamps untouched), the same shape `rpp.sim.kube_memory` returns.
+This is the only code that talks to the API server. It sends each request through the
+client's `ApiClient` (which authenticates, refreshing a ServiceAccount token as it rotates,
+applies the cluster's TLS settings and serialises), naming the REST path itself, and reads the
+server's JSON itself: objects come back as the server wrote them (dicts, timestamps untouched),
+the same shape `rpp.sim.kube_memory` returns.
+
+Why not the client's typed API classes (`CoreV1Api`, `CustomObjectsApi`, ...): constructing
+them imports every model of their API groups, hundreds of pydantic classes this adapter never
+uses, which was about 30 MiB of the controller's memory, a third of it. The paths below are
+the dozen calls of `REQUIRED_PERMISSIONS`.
 
 Status goes through the status subresource with the resourceVersion the caller read, so a
 write never lands on a pool someone changed meanwhile: the server answers 409 and this adapter
@@ -16,11 +22,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import OrderedDict
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
-from kubernetes.aio import client, watch
+from kubernetes.aio.client.api_client import ApiClient
+from kubernetes.aio.client.configuration import Configuration
+from kubernetes.aio.client.exceptions import ApiException
+from kubernetes.aio.watch import Watch
 
 from rpp.adapters.kube import events, transport
 from rpp.adapters.kube.api import (
@@ -39,17 +49,20 @@ _EVENT_CACHE_SIZE = 1024
 _MERGE_PATCH = "application/merge-patch+json"
 _CRD_HINT = "is the RunPodPool CRD installed? apply deploy/crd.yaml"
 _LEASE_TYPE = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
+_JSON = "application/json"
 
 
 class RealKubeApi:
     """`KubeApi` against a real API server (or kmock in the tests)."""
 
-    def __init__(self, api_client: client.ApiClient, settings: KubeSettings) -> None:
+    def __init__(self, api_client: ApiClient, settings: KubeSettings) -> None:
         self._api_client = api_client
         self._settings = settings
-        self._custom = client.CustomObjectsApi(api_client)
-        self._core = client.CoreV1Api(api_client)
-        self._coordination = client.CoordinationV1Api(api_client)
+        ns = quote(settings.namespace, safe="")
+        self._pools = f"/apis/{settings.crd_group}/{settings.crd_version}/namespaces/{ns}/"
+        self._pools += settings.plural
+        self._core = f"/api/v1/namespaces/{ns}"
+        self._leases = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
         self._event_counts: OrderedDict[str, int] = OrderedDict()
 
     @classmethod
@@ -63,11 +76,11 @@ class RealKubeApi:
         verify_ssl: bool = True,
     ) -> RealKubeApi:
         """An adapter for an explicit API server URL and bearer token."""
-        configuration = client.Configuration(host=host.rstrip("/"), ssl_ca_cert=ca_file)
+        configuration = Configuration(host=host.rstrip("/"), ssl_ca_cert=ca_file)
         configuration.verify_ssl = verify_ssl
         if token:
             configuration.api_key["BearerToken"] = f"Bearer {token}"
-        return cls(client.ApiClient(configuration), settings)
+        return cls(ApiClient(configuration), settings)
 
     def __repr__(self) -> str:
         host = self._api_client.configuration.host
@@ -88,28 +101,13 @@ class RealKubeApi:
 
     # -- RunPodPools --------------------------------------------------------------------------
 
-    def _pool_path(self) -> tuple[str, str, str, str]:
-        s = self._settings
-        return (s.crd_group, s.crd_version, s.namespace, s.plural)
-
     async def list_pools(self) -> list[dict[str, Any]]:
-        listed = await self._call(
-            "list",
-            self._settings.plural,
-            None,
-            self._custom.list_namespaced_custom_object_without_preload_content,
-            *self._pool_path(),
-        )
+        listed = await self._call("list", self._settings.plural, None, "GET", self._pools)
         return list(listed.get("items") or [])
 
     async def get_pool(self, name: str) -> dict[str, Any]:
         return await self._call(
-            "get",
-            self._settings.plural,
-            name,
-            self._custom.get_namespaced_custom_object_without_preload_content,
-            *self._pool_path(),
-            name,
+            "get", self._settings.plural, name, "GET", f"{self._pools}/{_segment(name)}"
         )
 
     async def replace_pool_status(
@@ -127,10 +125,9 @@ class RealKubeApi:
             "update",
             f"{self._settings.plural}/status",
             name,
-            self._custom.replace_namespaced_custom_object_status_without_preload_content,
-            *self._pool_path(),
-            name,
-            body,
+            "PUT",
+            f"{self._pools}/{_segment(name)}/status",
+            body=body,
             resource_version=resource_version,
         )
 
@@ -145,25 +142,23 @@ class RealKubeApi:
             "patch",
             self._settings.plural,
             name,
-            self._custom.patch_namespaced_custom_object_without_preload_content,
-            *self._pool_path(),
-            name,
-            body,
+            "PATCH",
+            f"{self._pools}/{_segment(name)}",
+            body=body,
             resource_version=resource_version,
-            _content_type=_MERGE_PATCH,
+            content_type=_MERGE_PATCH,
         )
 
     async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
-        watcher = watch.Watch()  # type: ignore[no-untyped-call]
+        # "object": the events' objects stay the dicts the server sent (no model).
+        watcher = Watch(return_type="object")  # type: ignore[no-untyped-call]
         # The client's watch re-connects from the last resourceVersion when a stream ends or
         # times out, and re-lists once on 410 Gone; anything else reaches us as ApiException.
-        stream = watcher.stream(  # type: ignore[no-untyped-call]
-            self._custom.list_namespaced_custom_object, *self._pool_path()
-        )
+        stream = watcher.stream(self._watch_request)  # type: ignore[no-untyped-call]
         try:
             async for event in stream:
                 yield PoolEvent(str(event["type"]), event["raw_object"])
-        except client.ApiException as error:
+        except ApiException as error:
             op = self._op("watch", self._settings.plural, None)
             raise transport.error_for(
                 op, status=error.status or 0, message=error.reason or ""
@@ -175,12 +170,19 @@ class RealKubeApi:
         finally:
             await watcher.close()  # type: ignore[no-untyped-call]
 
+    async def _watch_request(
+        self, *, watch: bool, resource_version: str | None = None, **_: Any
+    ) -> aiohttp.ClientResponse:
+        """The list call the client's `Watch` makes (again after each stream ends)."""
+        query: list[tuple[str, Any]] = [("watch", watch)]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        return await self._request("GET", self._pools, query=query, timeout=None)
+
     # -- ConfigMaps and Secrets ---------------------------------------------------------------
 
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
-        found = await self._read(
-            "configmaps", name, self._core.read_namespaced_config_map_without_preload_content
-        )
+        found = await self._read("configmaps", name)
         return None if found is None else StoredConfigMap.from_object(found)
 
     async def create_config_map(
@@ -194,12 +196,7 @@ class RealKubeApi:
         metadata = {"name": name, "labels": dict(labels), "annotations": dict(annotations or {})}
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
         created = await self._call(
-            "create",
-            "configmaps",
-            name,
-            self._core.create_namespaced_config_map_without_preload_content,
-            self._settings.namespace,
-            client.V1ConfigMap.model_validate(body),
+            "create", "configmaps", name, "POST", f"{self._core}/configmaps", body=body
         )
         return StoredConfigMap.from_object(created)
 
@@ -223,18 +220,15 @@ class RealKubeApi:
             "update",
             "configmaps",
             current.name,
-            self._core.replace_namespaced_config_map_without_preload_content,
-            current.name,
-            self._settings.namespace,
-            client.V1ConfigMap.model_validate(body),
+            "PUT",
+            f"{self._core}/configmaps/{_segment(current.name)}",
+            body=body,
             resource_version=current.resource_version,
         )
         return StoredConfigMap.from_object(replaced)
 
     async def read_secret(self, name: str) -> SecretData | None:
-        found = await self._read(
-            "secrets", name, self._core.read_namespaced_secret_without_preload_content
-        )
+        found = await self._read("secrets", name)
         if found is None:
             return None
         return SecretData.decode(name, self._settings.namespace, found.get("data") or {})
@@ -262,20 +256,11 @@ class RealKubeApi:
             except NotFound:
                 pass  # the API server expired it (Events live about an hour): start again
         try:
-            await self._call(
-                "create",
-                "events",
-                name,
-                self._core.create_namespaced_event_without_preload_content,
-                self._settings.namespace,
-                client.CoreV1Event.model_validate(event),
-            )
+            await self._call("create", "events", name, "POST", f"{self._core}/events", body=event)
             self._remember_event(name, 1)
         except AlreadyExists:
             # A previous run of the controller emitted it: continue its count.
-            existing = await self._read(
-                "events", name, self._core.read_namespaced_event_without_preload_content
-            )
+            existing = await self._read("events", name)
             count = int((existing or {}).get("count") or 1)
             await self._patch_event(name, count + 1, now)
 
@@ -284,11 +269,10 @@ class RealKubeApi:
             "patch",
             "events",
             name,
-            self._core.patch_namespaced_event_without_preload_content,
-            name,
-            self._settings.namespace,
-            events.repeat_patch(count, now),
-            _content_type=_MERGE_PATCH,
+            "PATCH",
+            f"{self._core}/events/{_segment(name)}",
+            body=events.repeat_patch(count, now),
+            content_type=_MERGE_PATCH,
         )
         self._remember_event(name, count)
 
@@ -301,20 +285,11 @@ class RealKubeApi:
     # -- Leases -------------------------------------------------------------------------------
 
     async def get_lease(self, name: str) -> dict[str, Any] | None:
-        return await self._read(
-            "leases", name, self._coordination.read_namespaced_lease_without_preload_content
-        )
+        return await self._read("leases", name)
 
     async def create_lease(self, name: str, *, spec: Mapping[str, Any]) -> dict[str, Any]:
         body = {**_LEASE_TYPE, "metadata": {"name": name}, "spec": dict(spec)}
-        return await self._call(
-            "create",
-            "leases",
-            name,
-            self._coordination.create_namespaced_lease_without_preload_content,
-            self._settings.namespace,
-            client.V1Lease.model_validate(body),
-        )
+        return await self._call("create", "leases", name, "POST", self._leases, body=body)
 
     async def replace_lease(
         self, name: str, *, spec: Mapping[str, Any], resource_version: str
@@ -328,10 +303,9 @@ class RealKubeApi:
             "update",
             "leases",
             name,
-            self._coordination.replace_namespaced_lease_without_preload_content,
-            name,
-            self._settings.namespace,
-            client.V1Lease.model_validate(body),
+            "PUT",
+            f"{self._leases}/{_segment(name)}",
+            body=body,
             resource_version=resource_version,
         )
 
@@ -349,13 +323,21 @@ class RealKubeApi:
         verb: str,
         resource: str,
         name: str | None,
-        operation: Callable[..., Awaitable[Any]],
-        *args: Any,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
         resource_version: str | None = None,
-        **kwargs: Any,
+        content_type: str = _JSON,
     ) -> dict[str, Any]:
-        """Call one of the client's `*_without_preload_content` operations."""
-        request = operation(*args, _request_timeout=self._settings.request_timeout, **kwargs)
+        """One request; the decoded answer, or the typed error for `verb` on `resource`."""
+        request = self._request(
+            method,
+            path,
+            body=body,
+            content_type=content_type,
+            timeout=self._settings.request_timeout,
+        )
         return await transport.send(
             self._op(verb, resource, name),
             request,
@@ -363,16 +345,52 @@ class RealKubeApi:
             resource_version=resource_version,
         )
 
-    async def _read(
-        self, resource: str, name: str, operation: Callable[..., Awaitable[Any]]
-    ) -> dict[str, Any] | None:
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] = (),
+        body: Mapping[str, Any] | None = None,
+        content_type: str = _JSON,
+        timeout: float | None,
+    ) -> aiohttp.ClientResponse:
+        """Send through the client (its auth, TLS and retry settings); the raw response."""
+        headers = {"Accept": _JSON}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        serialized = await self._api_client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query),
+            header_params=headers,
+            body=dict(body) if body is not None else None,
+            auth_settings=["BearerToken"],
+        )
+        verb, url, sent_headers, payload, post = serialized
+        answer = await self._api_client.call_api(
+            verb,
+            url,
+            header_params=sent_headers,
+            body=payload,
+            post_params=post,
+            _request_timeout=timeout,
+        )
+        response: aiohttp.ClientResponse = answer.response
+        return response
+
+    async def _read(self, resource: str, name: str) -> dict[str, Any] | None:
         """GET one namespaced object; None when it does not exist."""
+        base = self._leases if resource == "leases" else f"{self._core}/{resource}"
         try:
-            return await self._call(
-                "get", resource, name, operation, name, self._settings.namespace
-            )
+            return await self._call("get", resource, name, "GET", f"{base}/{_segment(name)}")
         except NotFound:
             return None
+
+
+def _segment(name: str) -> str:
+    """An object name as one path segment."""
+    return quote(name, safe="")
 
 
 def _is_a_kube_api(real: RealKubeApi) -> KubeApi:
