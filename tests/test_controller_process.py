@@ -97,7 +97,7 @@ class Rehearsal:
         data = {"METRICS_TOKEN": token}
         self.kmock.seed(SECRETS, NS, {"metadata": {"name": "inference-env"}, "data": data})
 
-    async def start(self, runpod_url: str) -> None:
+    async def start(self, runpod_url: str, *, api_key: str = API_KEY) -> None:
         kubeconfig = self.tmp_path / "kubeconfig"
         kubeconfig.write_text(
             yaml.safe_dump(
@@ -114,7 +114,7 @@ class Rehearsal:
         env = {
             "PATH": os.environ.get("PATH", ""),
             "KUBECONFIG": str(kubeconfig),
-            "RUNPOD_API_KEY": API_KEY,
+            "RUNPOD_API_KEY": api_key,
             "NAMESPACE": NS,
             "RECONCILE_INTERVAL": "1",
             "LISTEN_ADDRESS": f"127.0.0.1:{self.listen}",

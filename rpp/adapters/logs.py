@@ -16,7 +16,8 @@ pod is a query, not a grep:
 
 In JSON (one object per line) they are keys beside time, level, logger and message; in
 text they follow the message as `key=value`. Values are names, ids and enum values:
-never a secret (the RunPod key, the metrics token and pod env never reach a log).
+never a secret (the RunPod key, the metrics token and pod env never reach a log), and
+the process's handler scrubs every record anyway (`configure_logging`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
+
+from rpp.adapters.redaction import RedactingFilter, Redactor
 
 FIELDS = ("pool", "pod", "effect", "outcome")
 """The structured fields, in the order the formatters write them."""
@@ -104,8 +107,10 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         entry.update(_values(record))
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:  # set, already scrubbed, by the RedactingFilter
+            entry["exception"] = record.exc_text
         return json.dumps(entry)
 
 
@@ -127,10 +132,12 @@ def _quoted(value: str) -> str:
     )
 
 
-def configure_logging(level: str, fmt: str) -> None:
-    """The process's one handler: stderr, in the format LOG_FORMAT names."""
+def configure_logging(level: str, fmt: str, *, redactor: Redactor | None = None) -> None:
+    """The process's one handler: stderr, in the format LOG_FORMAT names, with every
+    record scrubbed of the process's secrets and cut short (rpp/adapters/redaction.py)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.addFilter(RedactingFilter(redactor or Redactor()))
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(level)

@@ -38,8 +38,10 @@ from rpp import __version__
 from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock, SystemClock
 from rpp.adapters.kube.api import KubeApi, KubeSettings
+from rpp.adapters.kube.redacting import RedactingKube
 from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.pod_http import trim_tls_buffers
+from rpp.adapters.redaction import Redactor
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.config import Config, ConfigError, load_config
 from rpp.controller.http_api import HttpApi
@@ -73,13 +75,16 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"rpp run: {error}", file=sys.stderr)
         return 2
-    configure_logging(config.log_level, config.log_format)
+    # One redactor for the whole process: the log, status, Events and /metrics scrub the
+    # same secrets (the API key now, each pool's env Secret values as they are read).
+    redactor = Redactor(always=(config.runpod_api_key,))
+    configure_logging(config.log_level, config.log_format, redactor=redactor)
     # Two TLS connections per pod: 16 KiB read buffers instead of 256 KiB each.
     trim_tls_buffers()
-    return asyncio.run(_main(config, kubeconfig=args.kubeconfig))
+    return asyncio.run(_main(config, kubeconfig=args.kubeconfig, redactor=redactor))
 
 
-async def _main(config: Config, *, kubeconfig: str | None) -> int:
+async def _main(config: Config, *, kubeconfig: str | None, redactor: Redactor) -> int:
     from kubernetes.aio.client.api_client import ApiClient
 
     from rpp.adapters.kube.connect import ClusterConfigError, load_cluster_access
@@ -99,7 +104,7 @@ async def _main(config: Config, *, kubeconfig: str | None) -> int:
         return 2
     settings = KubeSettings(namespace=namespace, crd_group=config.crd_group)
     kube = RealKubeApi(ApiClient(access.configuration), settings)
-    process = ControllerProcess(config, kube=kube, clock=SystemClock())
+    process = ControllerProcess(config, kube=kube, clock=SystemClock(), redactor=redactor)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -151,8 +156,12 @@ class ControllerProcess:
         identity: str | None = None,
         timing: LeaseTiming | None = None,
         runpod_transport: httpx.AsyncBaseTransport | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.config = config
+        self.redactor = redactor or Redactor(always=(config.runpod_api_key,))
+        # Status and Events are scrubbed on their way out, whoever wrote their texts.
+        kube = RedactingKube(kube, self.redactor)
         self.kube = kube
         host = config.pod_name or socket.gethostname()
         # Unique per process: a restarted replica must not mistake the old Lease for its own.
@@ -186,6 +195,7 @@ class ControllerProcess:
             metrics=self.metrics,
             proxy_url=config.proxy_pattern,
             group=config.crd_group,
+            redactor=self.redactor,
         )
         self.loop = ControllerLoop(
             kube=kube,
@@ -203,7 +213,9 @@ class ControllerProcess:
             timing=timing,
             on_change=lambda leading: self.metrics.leader.set(1 if leading else 0),
         )
-        self.api = HttpApi(registry=self.registry, health=self.loop.health, kube=kube)
+        self.api = HttpApi(
+            registry=self.registry, health=self.loop.health, kube=kube, redactor=self.redactor
+        )
 
     async def serve(self, stop: asyncio.Event) -> int:
         """Serve HTTP, elect, run the loop until `stop`; then release and close."""

@@ -8,7 +8,8 @@ leads):
   standby); 503 with the reason otherwise, so a liveness probe restarts a stuck
   controller and `kubectl describe pod` says why.
 - `/metrics`: the process's registry (runpod_pool_* and RunPod API calls) in the
-  Prometheus text format, served by prometheus_client's own ASGI app.
+  Prometheus text format, served by prometheus_client's own ASGI app, with secrets
+  scrubbed from the text (rpp/adapters/redaction.py) when `rpp run` gives a redactor.
 - `/sd/<pool>`: Prometheus HTTP service discovery: one target group per wired nginx
   slot (`<service>.<namespace>.svc:<slot port>`, labelled `runpod_pod`, `slot` and
   `datacenter`), read from the pool's status on every request, so both replicas
@@ -24,7 +25,16 @@ from prometheus_client import CollectorRegistry, make_asgi_app
 
 from rpp.adapters.kube.api import KubeApi, KubeError, NotFound
 from rpp.adapters.logs import layer_logger
-from rpp.controller.asgi import Receive, Scope, Send, reject_non_http, send_bytes, send_json
+from rpp.adapters.redaction import Redactor
+from rpp.controller.asgi import (
+    Message,
+    Receive,
+    Scope,
+    Send,
+    reject_non_http,
+    send_bytes,
+    send_json,
+)
 
 log = layer_logger("rpp.controller")
 
@@ -59,10 +69,19 @@ def sd_groups(pool: Mapping[str, Any], *, namespace: str) -> list[dict[str, Any]
 class HttpApi:
     """The ASGI app; `health` is the loop's check, `kube` serves the pools for /sd."""
 
-    def __init__(self, *, registry: CollectorRegistry, health: HealthCheck, kube: KubeApi) -> None:
-        self._metrics = make_asgi_app(registry)
+    def __init__(
+        self,
+        *,
+        registry: CollectorRegistry,
+        health: HealthCheck,
+        kube: KubeApi,
+        redactor: Redactor | None = None,
+    ) -> None:
+        # Uncompressed when scrubbed: the exposition text is scrubbed on its way out.
+        self._metrics = make_asgi_app(registry, disable_compression=redactor is not None)
         self._health = health
         self._kube = kube
+        self._redactor = redactor
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if await reject_non_http(scope, receive, send):
@@ -73,11 +92,25 @@ class HttpApi:
         elif path == "/healthz":
             await self._healthz(send)
         elif path == "/metrics":
-            await self._metrics(scope, receive, send)
+            await self._metrics(scope, receive, self._scrubbing(send))
         elif path.startswith(SD_PREFIX) and path.count("/") == 2 and len(path) > len(SD_PREFIX):
             await self._sd(path[len(SD_PREFIX) :], send)
         else:
             await _text(send, 404, text="not found: try /healthz, /metrics or /sd/<pool>\n")
+
+    def _scrubbing(self, send: Send) -> Send:
+        """`send`, with secrets cut from the body it carries (labels are free text too)."""
+        redactor = self._redactor
+        if redactor is None:
+            return send
+
+        async def scrubbed(message: Message) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                text = redactor.scrub(bytes(message["body"]).decode("utf-8", "replace"))
+                message = {**message, "body": text.encode()}
+            await send(message)
+
+        return scrubbed
 
     async def _healthz(self, send: Send) -> None:
         try:

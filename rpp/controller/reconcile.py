@@ -21,7 +21,7 @@ import copy
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeApi, KubeError
 from rpp.adapters.logs import fields, layer_logger, pool_context
+from rpp.adapters.redaction import Redactor
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.status_write import write_status
 from rpp.decide import fold
@@ -92,6 +93,7 @@ class PoolReconciler:
         metrics: PoolMetrics | None = None,
         proxy_url: str = DEFAULT_PROXY_URL,
         group: str = API_GROUP,
+        redactor: Redactor | None = None,
     ) -> None:
         self.kube = kube
         self.executor = executor
@@ -101,6 +103,7 @@ class PoolReconciler:
         self.metrics = metrics
         self.proxy_url = proxy_url
         self.group = group
+        self.redactor = redactor
         # Per pool, the status this process last wrote, as stored and as parsed: the
         # next loop reads back the same dict, and parsing it again is ~5% of a loop.
         # Kept only when the server stored exactly what was sent, and hit only on equal
@@ -222,9 +225,9 @@ class PoolReconciler:
         except KubeError as err:
             slots_error = str(err)
         secret, env, token = await self._secret(spec)
-        pod_ids = {m.pod_id for m in status.members}
-        if shared.pods is not None:
-            pod_ids |= {p.id for p in owned_pods(spec, shared.pods)}
+        owned = owned_pods(spec, shared.pods) if shared.pods is not None else ()
+        self._remember_secrets(name, spec, env, owned)
+        pod_ids = {m.pod_id for m in status.members} | {p.id for p in owned}
         # Restart detection reads the process start only for pods in an update.
         updating = {m.pod_id for m in status.members if m.update is not None}
         settings = probe_settings_from_spec(spec)
@@ -254,6 +257,21 @@ class PoolReconciler:
             secret=secret,
         )
         return obs, env
+
+    def _remember_secrets(
+        self,
+        name: str,
+        spec: RunPodPoolSpec,
+        env: Mapping[str, str],
+        owned: Sequence[RunPodPod],
+    ) -> None:
+        """Tell the redactor this pool's secrets: every env Secret value, and the values
+        its pods still carry for those keys (a rotated secret's old value stays secret)."""
+        if self.redactor is None or not env:
+            return
+        carried = [pod.env[key] for pod in owned for key in env if key in pod.env]
+        public = (name, spec.model_dump_json(by_alias=True))
+        self.redactor.remember(name, [*env.values(), *carried], public=public)
 
     async def _secret(
         self, spec: RunPodPoolSpec

@@ -1,0 +1,152 @@
+"""Secret values cut out of every text the controller writes: logs, status, Events, metrics.
+
+Where it sits: at the controller's way out. A text can carry a secret whatever its
+source: RunPod's refusal detail quoting back the env it was sent (issue 15: it put
+`METRICS_TOKEN=...` and `HF_TOKEN=...` into the log, status.history, UpdateFailed and an
+Event), an exception's message, a probe error. Making every source careful is not
+enough, so every sink scrubs, with one `Redactor` the process shares:
+
+- the log: `RedactingFilter` on the process's handler rewrites each record's message,
+  traceback and fields before any formatter sees them, and cuts a message past
+  LOG_LIMIT characters, saying how long it was;
+- status and Events: rpp/adapters/kube/redacting.py wraps the Kubernetes adapter, so a
+  status write scrubs its human texts (messages, details, errors; never the ids,
+  names and images the pool's memory needs) and an Event its message;
+- /metrics: the controller's HTTP API scrubs the exposition text.
+
+What is secret: the RunPod API key (given at start), and every value of each pool's
+env Secret (the metrics token is one), remembered per pool by the reconciler each
+loop, with the values the pool's pods still carry for those keys (a rotated secret's
+old value stays secret). A value shorter than MIN_LENGTH is not scrubbed: "1", "true"
+or "8080" would cut every text to pieces and are no secret; nor is a value the pool's
+own object already shows (its name, a text of its spec: an image tag, a GPU type), which
+`kubectl get rpp` prints anyway. Each value is also found in the forms a text may carry
+it in: JSON-escaped (an echoed request body) and URL-encoded (a probe URL).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+MIN_LENGTH = 6
+LOG_LIMIT = 8_000  # characters of one log message; more is cut, with its size
+MASK = "[redacted]"
+
+
+def _forms(value: str) -> set[str]:
+    """The spellings of one secret a text may hold."""
+    forms = {value, quote(value, safe=""), quote_plus(value)}
+    forms.add(json.dumps(value)[1:-1])
+    forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
+    return {f for f in forms if f}
+
+
+class Redactor:
+    """The process's secrets and the one pattern that finds any of them in a text."""
+
+    def __init__(self, *, always: Iterable[str] = ()) -> None:
+        self._always = tuple(v for v in always if v)
+        self._owned: dict[str, frozenset[str]] = {}
+        self._lock = threading.Lock()
+        self._pattern: re.Pattern[str] | None = None
+        self._rebuild()
+
+    def remember(self, owner: str, values: Iterable[str], *, public: Iterable[str] = ()) -> None:
+        """`owner`'s secrets (a pool's env values) from now on, replacing the last set.
+
+        A value found in one of the `public` texts (the pool's name and spec) is not
+        secret: the pool's own object shows it to anyone who may read the pool.
+        """
+        shown = tuple(public)
+        kept = frozenset(
+            v
+            for v in values
+            if isinstance(v, str) and len(v) >= MIN_LENGTH and not any(v in t for t in shown)
+        )
+        if self._owned.get(owner) == kept:
+            return
+        with self._lock:
+            self._owned[owner] = kept
+            self._rebuild()
+
+    def forget(self, owner: str) -> None:
+        with self._lock:
+            if self._owned.pop(owner, None) is not None:
+                self._rebuild()
+
+    def _rebuild(self) -> None:
+        secrets = set(self._always)
+        for values in self._owned.values():
+            secrets |= values
+        forms = {form for secret in secrets for form in _forms(secret)}
+        # Longest first, so a secret that contains another is cut whole.
+        ordered = sorted(forms, key=lambda f: (-len(f), f))
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def scrub(self, text: str) -> str:
+        """`text` with every secret replaced by [redacted]."""
+        pattern = self._pattern
+        if pattern is None or not text:
+            return text
+        return pattern.sub(MASK, text)
+
+    def scrub_texts(self, data: Any, *, fields: frozenset[str]) -> Any:
+        """A JSON value with the strings under `fields` (at any depth) scrubbed."""
+        if self._pattern is None:
+            return data
+        return _walk(data, fields=fields, scrub=self.scrub, inside=False)
+
+
+def _walk(data: Any, *, fields: frozenset[str], scrub: Any, inside: bool) -> Any:
+    if isinstance(data, str):
+        return scrub(data) if inside else data
+    if isinstance(data, Mapping):
+        return {
+            key: _walk(value, fields=fields, scrub=scrub, inside=inside or key in fields)
+            for key, value in data.items()
+        }
+    if isinstance(data, list | tuple):
+        return [_walk(item, fields=fields, scrub=scrub, inside=inside) for item in data]
+    return data
+
+
+def clip(text: str, limit: int = LOG_LIMIT) -> str:
+    """`text` cut to `limit` characters, saying how long it was."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text):,} characters, cut)"
+
+
+class RedactingFilter(logging.Filter):
+    """Scrubs and bounds each record before any formatter sees it (put it on a handler)."""
+
+    def __init__(self, redactor: Redactor, *, limit: int = LOG_LIMIT) -> None:
+        super().__init__()
+        self.redactor = redactor
+        self.limit = limit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        scrub = self.redactor.scrub
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not lose the record
+            message = f"{record.msg!r} {record.args!r}"
+        record.msg, record.args = clip(scrub(message), self.limit), None
+        if record.exc_info:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text, record.exc_info = clip(scrub(text), 4 * self.limit), None
+        elif record.exc_text:
+            record.exc_text = clip(scrub(record.exc_text), 4 * self.limit)
+        if record.stack_info:
+            record.stack_info = scrub(record.stack_info)
+        for key in ("pool", "pod", "effect", "outcome"):
+            value = getattr(record, key, None)
+            if isinstance(value, str):
+                setattr(record, key, scrub(value))
+        return True
