@@ -2,7 +2,7 @@
 valid for the API server (offline schemas), and agrees with the others on names.
 
 The seed's steps: deploy/crd.yaml, deploy/rbac.yaml, deploy/controller.yaml, then
-examples/slots-bootstrap.yaml, examples/nginx.yaml, examples/pool.yaml, and optionally
+examples/nginx.yaml, examples/pool.yaml, and optionally
 examples/scrapeconfig.yaml and deploy/servicemonitor.yaml, all in namespace runpod with a
 pool named inference.
 """
@@ -29,7 +29,6 @@ SEED_INSTALL_FILES = [
     "deploy/crd.yaml",
     "deploy/rbac.yaml",
     "deploy/controller.yaml",
-    "examples/slots-bootstrap.yaml",
     "examples/nginx.yaml",
     "examples/pool.yaml",
     "examples/scrapeconfig.yaml",
@@ -152,9 +151,7 @@ def test_plain_manifests_agree_on_names() -> None:
     named = {
         (rule["resources"][0], name) for rule in rbac for name in rule.get("resourceNames", [])
     }
-    # The slots ConfigMap the bootstrap creates is the one the pool and the Role name.
-    bootstrap = find(example("examples/slots-bootstrap.yaml"), "ConfigMap")
-    assert bootstrap["metadata"]["name"] == pool["nginx"]["slotsConfigMap"]
+    # The slots ConfigMap the controller creates is the one the Role names.
     assert ("configmaps", pool["nginx"]["slotsConfigMap"]) in named
     assert ("secrets", pool["envFromSecret"]) in named
     # nginx mounts the same ConfigMaps, and its Service is the pool's.

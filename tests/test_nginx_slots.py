@@ -28,6 +28,7 @@ from tests.nginx_runner import (
     free_port,
     free_port_block,
     nginx_test,
+    static_files,
     write_config,
 )
 
@@ -120,12 +121,45 @@ def test_real_nginx_accepts_the_static_config_with_every_rendering(
     assert result.returncode == 0, result.stderr
 
 
-def test_real_nginx_accepts_the_bootstrap_slots(tmp_path: Path) -> None:
-    bootstrap = yaml.safe_load((ROOT / "examples" / "slots-bootstrap.yaml").read_text())
-    assert bootstrap["metadata"]["name"] == SPEC.nginx.slots_config_map
-    conf = write_config(tmp_path, bootstrap["data"], public_port=free_port())
+def test_nginx_starts_before_the_controller_wrote_the_slots_and_answers_503(
+    tmp_path: Path,
+) -> None:
+    public = free_port()
+    nginx = RunningNginx(write_config(tmp_path, {}, public_port=public), public_port=public)
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{public}/generate", timeout=5)
+        health = httpx.get(f"http://127.0.0.1:{public}/nginx-health", timeout=5)
+    finally:
+        nginx.stop()
+    assert answer.status_code == 503
+    assert health.status_code == 200  # ready: the Service sends it traffic, and it says 503
+    assert [p.name for p in (tmp_path / "fallback").iterdir()] == ["unwired.conf"]
+
+
+def test_a_restart_after_the_controller_wrote_the_slots_serves_them_not_the_fallback(
+    tmp_path: Path,
+) -> None:
+    write_config(tmp_path, {}, public_port=free_port())  # started before the slots existed
+    slots = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS["one wired"])
+
+    conf = write_config(tmp_path, slots, public_port=free_port())  # restarted since
+
+    assert list((tmp_path / "fallback").iterdir()) == []  # no second upstream to clash
     result = nginx_test(conf)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_fallback_is_the_example_pools_upstream_with_its_first_slot_answering_503() -> None:
+    pool = yaml.safe_load((ROOT / "examples" / "pool.yaml").read_text())
+    spec, problems = load_spec(pool["metadata"]["name"], pool["spec"])
+    assert spec is not None, problems
+    unwired = static_files()["unwired.conf"]
+    rendered = render_slots(pool=pool["metadata"]["name"], spec=spec, slots={})
+    assert f"upstream {upstream_name(pool['metadata']['name'])} {{" in unwired
+    assert f"server 127.0.0.1:{spec.nginx.base_port} max_fails=0;" in rendered["upstream.conf"]
+    assert f"server 127.0.0.1:{spec.nginx.base_port} max_fails=0;" in unwired
+    assert f"listen {spec.nginx.base_port};" in unwired
+    assert "return 503;" in unwired
 
 
 def test_nginx_rejects_a_broken_slots_file(tmp_path: Path) -> None:

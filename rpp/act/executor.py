@@ -23,6 +23,7 @@ runpod_pool_actions_total. Dispatch is a `match` over the closed `Effect` union 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 from collections.abc import Mapping, Sequence
@@ -54,7 +55,28 @@ from rpp.model.spec import Mode, RunPodPoolSpec
 
 log = layer_logger("rpp.act")
 
-SLOTS_LABELS = {"app.kubernetes.io/part-of": "runpod-pool-controller"}
+
+def slots_metadata(pool: str, *, group: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The labels and annotations that mark a slots ConfigMap as the controller's alone.
+
+    Nobody's manifests hold it (the controller creates it), and the annotations keep the
+    GitOps tools off it where a manifest once did (0.2.x's chart and slots-bootstrap.yaml):
+    Argo CD neither prunes it nor counts it against the app, Flux does not prune it.
+    """
+    labels = {
+        "app.kubernetes.io/managed-by": "runpod-pool-controller",
+        "app.kubernetes.io/part-of": "runpod-pool-controller",
+        "app.kubernetes.io/component": "nginx-slots",
+        f"{group}/pool": pool,
+    }
+    annotations = {
+        f"{group}/written-by": "runpod-pool-controller: it creates and rewrites this "
+        "ConfigMap; do not edit, apply or template it",
+        "argocd.argoproj.io/compare-options": "IgnoreExtraneous",
+        "argocd.argoproj.io/sync-options": "Prune=false",
+        "kustomize.toolkit.fluxcd.io/prune": "disabled",
+    }
+    return labels, annotations
 
 
 # Event reasons for actions, by action and whether it worked.
@@ -119,7 +141,8 @@ class Executor:
                     results.append(EffectResult(effect, Result.PLANNED, effect.describe()))
                     continue
                 case _:
-                    done = await self._act(spec, effect, env, now)
+                    name = str((pool.get("metadata") or {}).get("name", ""))
+                    done = await self._act(effect, pool=name, spec=spec, env=env, now=now)
             level = logging.INFO if done.ok else logging.WARNING
             log.log(
                 level,
@@ -151,7 +174,13 @@ class Executor:
         return EffectResult(effect, Result.OK)
 
     async def _act(
-        self, spec: RunPodPoolSpec, effect: Action, env: Mapping[str, str], now: dt.datetime
+        self,
+        effect: Action,
+        *,
+        pool: str,
+        spec: RunPodPoolSpec,
+        env: Mapping[str, str],
+        now: dt.datetime,
     ) -> EffectResult:
         try:
             match effect:
@@ -159,7 +188,7 @@ class Executor:
                     # The slot is in status already; WriteSlots makes nginx follow.
                     return EffectResult(effect, Result.OK, effect.describe())
                 case WriteSlots():
-                    return await self._write_slots(spec, effect)
+                    return await self._write_slots(effect, pool=pool, spec=spec)
                 case TerminatePod():
                     return await self._terminate(spec, effect)
                 case UpdatePod():
@@ -173,15 +202,27 @@ class Executor:
         except (answers.RunPodError, KubeError, _NotRead) as err:
             return EffectResult(effect, Result.FAILED, str(err))
 
-    async def _write_slots(self, spec: RunPodPoolSpec, effect: WriteSlots) -> EffectResult:
+    async def _write_slots(
+        self, effect: WriteSlots, *, pool: str, spec: RunPodPoolSpec
+    ) -> EffectResult:
         name = spec.nginx.slots_config_map
         data = dict(effect.data)
+        labels, annotations = slots_metadata(pool, group=self.kube.settings.crd_group)
         current = await self.kube.read_config_map(name)
         if current is None:
-            await self.kube.create_config_map(name, data=data, labels=SLOTS_LABELS)
+            await self.kube.create_config_map(
+                name, data=data, labels=labels, annotations=annotations
+            )
             return EffectResult(effect, Result.OK, f"created ConfigMap {name}")
         if dict(current.data) == data:
             return EffectResult(effect, Result.OK, "already up to date")
+        # Marked as the controller's on its next write, keeping whatever else marks it
+        # (Helm's ownership labels of a 0.2.x install stay, so a rollback can adopt it).
+        current = dataclasses.replace(
+            current,
+            labels={**labels, **current.labels},
+            annotations={**current.annotations, **annotations},
+        )
         await self.kube.replace_config_map(current, data=data)
         return EffectResult(effect, Result.OK, f"wrote ConfigMap {name}")
 

@@ -151,7 +151,7 @@ def wired_pods(data: Mapping[str, str] | None) -> dict[int, str]:
 
     Used during observe so a restarted controller sees what nginx really serves, even if
     the status write after the last ConfigMap write was lost. An empty ConfigMap (the
-    bootstrap one) means nothing is wired; content that is not ours is an error the pool
+    0.2.x chart's) means nothing is wired; content that is not ours is an error the pool
     reports, never silently treated as empty.
     """
     if not data or INDEX not in data:

@@ -36,7 +36,6 @@ from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
 from rpp.decide.membership import find_new_members
 from rpp.decide.nginx_slots import (
     SlotsFormatError,
-    render_for,
     slot_ports,
     slots_effect,
     wired_pods,
@@ -51,7 +50,6 @@ from rpp.model.effects import (
     RecordEvent,
     RemoveFinalizer,
     TerminatePod,
-    WriteSlots,
 )
 from rpp.model.members import MemberRecord, Phase
 from rpp.model.observations import PoolObservation
@@ -162,26 +160,10 @@ def _blockers(loop: LoopState) -> tuple[list[tuple[str, str]], dict[int, str]]:
     name = spec.nginx.slots_config_map
     if obs.slots_error:
         blockers.append(("SlotsUnavailable", f"the slots ConfigMap {name}: {obs.slots_error}"))
-    elif obs.slots is None:
-        if spec.mode is Mode.MANAGE:
-            blockers.append(
-                (
-                    "SlotsConfigMapCreated",
-                    f"the slots ConfigMap {name} did not exist; the controller creates it "
-                    "empty now: check that nginx mounts it (examples/nginx.yaml)",
-                )
-            )
-            empty = render_for(pool=loop.pool, spec=spec, members=(), proxy_url=loop.proxy_url)
-            loop.effects.append(WriteSlots(slots=(), data=empty.data, create=True))
-        else:
-            blockers.append(
-                (
-                    "SlotsConfigMapMissing",
-                    f"the slots ConfigMap {name} does not exist: apply "
-                    "examples/slots-bootstrap.yaml (once)",
-                )
-            )
-    else:
+    elif obs.slots is not None:
+        # A missing ConfigMap is no blocker: nginx then serves none of the pool's pods
+        # (examples/nginx.yaml answers 503), and the slots step creates it with what the
+        # members say, in Manage only (DryRun plans it; Observe writes nothing).
         try:
             wired = wired_pods(obs.slots)
         except SlotsFormatError as err:

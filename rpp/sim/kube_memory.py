@@ -275,6 +275,9 @@ class MemoryKubeApi:
         stored = self._existing(self._config_maps, "update", "configmaps", current.name)
         self._check_version(stored, "update", "configmaps", current.resource_version)
         stored["data"] = dict(data)
+        # A PUT replaces metadata too: what the caller sends back is what stays.
+        stored["metadata"]["labels"] = dict(current.labels)
+        stored["metadata"]["annotations"] = dict(current.annotations)
         self._bump(stored)
         return StoredConfigMap.from_object(stored)
 

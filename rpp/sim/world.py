@@ -291,7 +291,8 @@ class World:
     # -- pools -------------------------------------------------------------------------
 
     def setup_pool(self, manifest: Mapping[str, Any], *, default_image: str) -> None:
-        """What a human applies before the controller can act: pool, Secret, slots."""
+        """What a human applies before the controller can act: the pool and its Secret (the
+        controller creates the slots ConfigMap itself)."""
         obj = self.apply_pool(manifest)
         spec = self._specs[obj["metadata"]["name"]]
         if spec.env_from_secret:
@@ -299,7 +300,6 @@ class World:
             if spec.metrics_token_key:
                 data[spec.metrics_token_key] = METRICS_TOKEN
             self.kube.put_secret(spec.env_from_secret, data)
-        self.kube.put_config_map(spec.nginx.slots_config_map, {})
         if spec.template_id and spec.template_id not in self.cloud.templates:
             self.cloud.add_template(spec.template_id, image=spec.image or default_image)
 

@@ -32,32 +32,58 @@ def test_runpod_api_down_changes_nothing_and_says_so() -> None:
     story(body)
 
 
-def test_missing_slots_configmap_is_created_in_manage_and_reported_once() -> None:
+def test_the_controller_creates_the_missing_slots_configmap_in_manage_as_its_own() -> None:
     async def body(s: Story) -> None:
-        s.world.kube.delete_config_map("inference-nginx-slots")
+        assert s.world.kube.config_map("inference-nginx-slots") is None  # nobody applied one
         await s.loops(1)
-        reason, message = not_acting(s) or ("", "")
-        assert reason == "SlotsConfigMapCreated"
-        assert "check that nginx mounts it" in message
-        assert s.world.kube.config_map("inference-nginx-slots") is not None
-        assert s.effects("create") == []
+        created = s.world.kube.config_map("inference-nginx-slots")
+        assert created is not None
+        assert created.labels["app.kubernetes.io/managed-by"] == "runpod-pool-controller"
+        assert created.labels["runpodpool.ownego.com/pool"] == "inference"
+        assert created.annotations["argocd.argoproj.io/sync-options"] == "Prune=false"
+        assert not_acting(s) is None  # not a reason to wait: the pool acts in the same loop
+        assert len(s.effects("create")) == 1
         await s.until(lambda st: st.ready == 2, limit=20)
-        assert not_acting(s) is None
 
     story(body)
 
 
-def test_missing_slots_configmap_in_dry_run_is_reported_not_created() -> None:
+def test_a_slots_configmap_from_an_older_install_is_marked_as_the_controllers_on_its_write() -> (
+    None
+):
     async def body(s: Story) -> None:
-        s.world.kube.delete_config_map("inference-nginx-slots")
+        helm = {"app.kubernetes.io/managed-by": "Helm"}
+        s.world.kube.put_config_map("inference-nginx-slots", {}, labels=helm)
+        await s.loops(1)
+        written = s.world.kube.config_map("inference-nginx-slots")
+        assert written is not None
+        assert written.labels["app.kubernetes.io/managed-by"] == "Helm"  # Helm can adopt it back
+        assert written.labels["runpodpool.ownego.com/pool"] == "inference"
+        assert "runpodpool.ownego.com/written-by" in written.annotations
+
+    story(body)
+
+
+def test_dry_run_plans_the_missing_slots_configmap_and_everything_else() -> None:
+    async def body(s: Story) -> None:
         await s.loops(3)
-        reason, message = not_acting(s) or ("", "")
-        assert reason == "SlotsConfigMapMissing"
-        assert "slots-bootstrap.yaml" in message
-        assert s.world.kube.config_map("inference-nginx-slots") is None
-        assert s.status().planned == 0
+        assert s.world.kube.config_map("inference-nginx-slots") is None  # DryRun writes nothing
+        planned = [a.action for a in s.status().planned_actions]
+        assert "write-slots" in planned
+        assert "create" in planned
+        assert not_acting(s) is None
 
     story(body, manifest=pool_manifest(dryRun=True))
+
+
+def test_observe_neither_creates_nor_plans_the_slots_configmap() -> None:
+    async def body(s: Story) -> None:
+        await s.loops(3)
+        assert s.world.kube.config_map("inference-nginx-slots") is None
+        assert s.status().planned == 0
+        assert not_acting(s) is None
+
+    story(body, manifest=pool_manifest(paused=True))
 
 
 def test_missing_env_secret_or_metrics_token_stops_the_pool() -> None:

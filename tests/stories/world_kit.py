@@ -72,8 +72,6 @@ class Story:
         for dc in DATACENTERS:
             self.world.cloud.set_stock(dc, GPU, "SECURE", stock, cost_per_hr=0.69)
         self.world.kube.put_secret("inference-env", {"METRICS_TOKEN": "tok-123", "HF_TOKEN": "hf"})
-        bootstrap = yaml.safe_load((ROOT / "examples" / "slots-bootstrap.yaml").read_text())
-        self.world.kube.put_config_map(bootstrap["metadata"]["name"], bootstrap["data"])
         self.world.kube.apply_pool(self.manifest)
         self.results: list[PoolResult] = []
 
