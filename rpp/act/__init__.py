@@ -1,1 +1,6 @@
-"""Act: the only code that carries effects out (RunPod, Kubernetes)."""
+"""Act: the only code that carries effects out (RunPod, Kubernetes).
+
+Where it sits: after decide. The executor applies decide's effects by mode (Manage acts,
+DryRun plans, Observe drops), re-reads a pod before it deletes or updates it, and reports
+each effect's result back for decide/fold.py to write into the status.
+"""

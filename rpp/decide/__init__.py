@@ -1,1 +1,8 @@
-"""Decide: pure functions of (spec, persisted status, observations, now). No I/O, no clock."""
+"""Decide: pure functions of (spec, persisted status, observations, now).
+
+Where it sits: between observe and act. `pool.decide` takes what observe gathered and
+returns the new status and an ordered list of effects; the executor (rpp/act) carries the
+effects out. Nothing here does I/O, reads the clock or the environment (the import-linter
+contracts in pyproject.toml forbid it), so DryRun is the same code as Manage and every
+rule is testable without mocks.
+"""
