@@ -3,7 +3,7 @@
 The chart is rendered by the real Helm library (helm-python-sdk binds Helm's Go SDK), core
 Kubernetes objects are checked against the API's published schemas offline
 (kubernetes-validate, strict: unknown fields fail), Prometheus Operator objects against the
-operator's CRD models, and RunPodPools against the generated CRD schema (tests/test_crd.py).
+operator's CRD models, and RunPodPools against the generated CRD schema (tests/crd_admission.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import helm_python as helm
 import kubernetes_validate
 import yaml
 
-from tests.test_crd import admit
+from tests.crd_admission import admit
 
 ROOT = Path(__file__).parents[1]
 CHART = ROOT / "helm" / "runpod-pool-controller"

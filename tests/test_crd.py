@@ -1,78 +1,24 @@
 """The CRD is generated from the spec model, committed, and enforces what a schema can.
 
-The schema is checked the way the API server would: structural defaults applied first,
-then the OpenAPI schema (with a JSON-schema validator), then the CEL rules (with a CEL
-interpreter), on examples/pool.yaml and on each invalid case a schema can express.
+The schema is checked the way the API server would (tests/crd_admission.py: structural
+defaults applied first, then the OpenAPI schema with a JSON-schema validator, then the
+CEL rules with a CEL interpreter), on examples/pool.yaml and on each invalid case a
+schema can express. tests/test_spec_agreement.py runs a whole corpus through both.
 """
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
-import celpy
-import jsonschema
 import pytest
 import yaml
 
 from rpp.cli import main
 from rpp.model.crd import build_crd, render_crd
+from tests.crd_admission import admit, apply_defaults, spec_schema
 
 ROOT = Path(__file__).parents[1]
-
-
-def spec_schema() -> dict[str, Any]:
-    version = build_crd()["spec"]["versions"][0]
-    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    return schema
-
-
-def as_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """OpenAPI v3.0 -> JSON Schema draft 4, with unknown fields rejected (kubectl's strict
-    field validation rejects them; the API server would prune them)."""
-    out = {k: v for k, v in schema.items() if not k.startswith("x-kubernetes")}
-    if out.pop("nullable", False):
-        out["type"] = [out["type"], "null"]
-    if "properties" in out:
-        out["properties"] = {k: as_json_schema(v) for k, v in out["properties"].items()}
-        out["additionalProperties"] = False
-    if "items" in out:
-        out["items"] = as_json_schema(out["items"])
-    return out
-
-
-def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
-    """Structural defaulting as the API server does it, before validation."""
-    if isinstance(value, dict) and "properties" in schema:
-        for key, sub in schema["properties"].items():
-            if key not in value and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
-            if key in value:
-                value[key] = apply_defaults(sub, value[key])
-    return value
-
-
-def cel_failures(schema: dict[str, Any], value: Any) -> list[str]:
-    env = celpy.Environment()
-    failures: list[str] = []
-    for rule in schema.get("x-kubernetes-validations", []):
-        program = env.program(env.compile(rule["rule"]))
-        if not program.evaluate({"self": celpy.adapter.json_to_cel(value)}):
-            failures.append(rule["message"])
-    for key, sub in schema.get("properties", {}).items():
-        if isinstance(value, dict) and key in value:
-            failures += cel_failures(sub, value[key])
-    return failures
-
-
-def admit(spec: dict[str, Any]) -> list[str]:
-    """What the API server would say about this spec: schema errors, then CEL messages."""
-    schema = spec_schema()
-    value = apply_defaults(schema, copy.deepcopy(spec))
-    validator = jsonschema.Draft4Validator(as_json_schema(schema))
-    errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(value)]
-    return errors or cel_failures(schema, value)
 
 
 def example_spec() -> dict[str, Any]:
@@ -205,7 +151,9 @@ def test_every_schema_node_is_structural_for_the_api_server() -> None:
             assert node["default"] == {}, path
     target = spec_schema()["properties"]["autoscaling"]["properties"]["target"]
     assert (target["minimum"], target["exclusiveMinimum"]) == (0, True)
-    assert spec_schema()["properties"]["templateId"]["nullable"] is True
+    # No field is nullable: the API server prunes a null like an absent field, as rpp
+    # validate does (rpp.model.spec_load.without_nulls).
+    assert not [path for path, node in _nodes(spec_schema()) if "nullable" in node]
 
 
 def test_pools_are_listed_by_kubectl_get_runpod_but_not_by_get_all() -> None:

@@ -12,13 +12,20 @@ from rpp.model.durations import DurationError, format_duration, parse_duration
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("150s", 150), ("2m", 120), ("1h30m", 5400), ("500ms", 0.5), ("1.5m", 90), (" 10s ", 10)],
+    [("150s", 150), ("2m", 120), ("1h30m", 5400), ("500ms", 0.5), ("1.5m", 90), ("0.5ms", 0.0005)],
 )
 def test_durations_read_as_kubernetes_writes_them(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["2 minutes", "1d", "-5s", "5", "", "1w", "99999999999999h"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2 minutes", "1d", "-5s", "5", "", "1w", "99999999999999h",
+        # What Python alone would let through, and the API server (Go) refuses:
+        " 10s ", "10s\n", "1.2345s", "\u0661\u0660s",
+    ],
+)  # fmt: skip
 def test_what_the_crd_pattern_refuses_is_refused_with_advice(text: str) -> None:
     with pytest.raises(DurationError, match="is not a duration; write a number with a unit"):
         parse_duration(text)

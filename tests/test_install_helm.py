@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from rpp.model.crd import render_crd
+from tests.crd_admission import admit
 from tests.fixtures_install import (
     CHART,
     NAMESPACE,
@@ -35,7 +36,6 @@ from tests.fixtures_install import (
     two_pools,
 )
 from tests.nginx_runner import free_port, nginx_test, write_config
-from tests.test_crd import admit
 
 CONFIG_MAPS = kmock.resource("", "v1", "configmaps")
 

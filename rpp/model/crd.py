@@ -4,9 +4,15 @@ Where it sits: outside the reconcile loop. `rpp crd` prints what this module bui
 deploy/crd.yaml and the Helm chart's crds/ are its output, and a test fails when they
 drift. pydantic writes the JSON schema of `rpp.model.spec`, CEL rules included, and a
 small pass makes it the structural schema the API server demands (references inlined,
-`nullable` instead of a union with null, a type on every node, OpenAPI 3.0's boolean
-`exclusiveMinimum`), so a field added to the model appears in the API server's schema
-with the same type, default, bounds and documentation.
+a type on every node, OpenAPI 3.0's boolean `exclusiveMinimum`), so a field added to the
+model appears in the API server's schema with the same type, default, bounds and
+documentation.
+
+The pass also makes the API server judge as `rpp validate` does (tests/test_spec_agreement.py
+checks a corpus through both): no field is `nullable`, so the API server prunes a null
+like an absent field (rpp.model.spec_load does the same); every list of strings is a set
+(`x-kubernetes-list-type: set`: an entry listed twice is refused); and `metadata.name`
+carries the pool-name rules (a DNS label of at most 50 characters).
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from rpp.model import spec as model
 # The key order of a schema node in the CRD (pydantic sorts keys alphabetically); an
 # exclusive minimum becomes OpenAPI 3.0's `minimum` plus `exclusiveMinimum: true` there.
 _ORDER = (
-    "type", "properties", "items", "maxItems", "minItems", "minLength", "maxLength",
+    "type", "properties", "items", "x-kubernetes-list-type", "maxItems", "minItems",
+    "minLength", "maxLength",
     "minimum", "maximum", "pattern", "exclusiveMinimum", "enum",
     "x-kubernetes-validations", "default", "nullable", "description",
 )  # fmt: skip
@@ -32,19 +39,23 @@ _DROPPED = {"title", "required", "additionalProperties", "$defs"}
 
 def _structural(node: dict[str, Any], defs: dict[str, Any], *, root: bool) -> dict[str, Any]:
     """One node of pydantic's JSON schema as a Kubernetes structural schema: references
-    inlined, Optional as `nullable`, every object under the root defaulting to {} (so the
-    API server fills in its fields' defaults), keys in the usual order."""
+    inlined, Optional as the plain type (a null is pruned, as an absent field), lists of
+    strings as sets, every object under the root defaulting to {} (so the API server
+    fills in its fields' defaults), keys in the usual order."""
     ref = node.get("$ref")
     node = {**defs[ref.rsplit("/", 1)[-1]], **node} if ref else dict(node)
     node.pop("$ref", None)
     options = node.pop("anyOf", None)
     if options is not None:
         (kept,) = [o for o in options if o != {"type": "null"}]
-        node = {**_structural(kept, defs, root=False), **node, "nullable": True}
+        node = {**_structural(kept, defs, root=False), **node}
     if node.get("default", {}) is None:
         del node["default"]  # null is what an absent optional field means anyway
     if node.get("type") == "object" and not root:
         node["default"] = {}
+    items = node.get("items")
+    if node.get("type") == "array" and isinstance(items, dict) and items.get("type") == "string":
+        node["x-kubernetes-list-type"] = "set"
     unknown = set(node) - set(_ORDER) - _DROPPED
     if unknown or "type" not in node:
         raise ValueError(f"no structural schema for {node!r} (unknown keys {sorted(unknown)})")
@@ -139,7 +150,16 @@ def build_crd(group: str = model.API_GROUP) -> dict[str, Any]:
                             "properties": {
                                 "apiVersion": {"type": "string"},
                                 "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
+                                "metadata": {
+                                    "type": "object",
+                                    "properties": {
+                                        "name": {
+                                            "type": "string",
+                                            "maxLength": model.POOL_NAME_MAX,
+                                            "pattern": model.POOL_NAME_PATTERN,
+                                        }
+                                    },
+                                },
                                 "spec": {**spec_schema(), "default": {}},
                                 "status": _status_schema(),
                             },

@@ -15,7 +15,13 @@ import re
 
 import durationpy
 
-DURATION_PATTERN = r"^(\d+(\.\d+)?(ms|s|m|h))+$"
+# ASCII digits only (Python's \d takes any script's digits, Go's does not), at most three
+# after the point, so every duration is a whole number of microseconds: Python and the
+# API server's Go then compute the same value, to the bounds below.
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]{1,3})?(ms|s|m|h))+$"
+DURATION_MAX_LENGTH = 32
+MIN_DURATION = "1ms"
+MAX_DURATION = "720h"
 _DURATION = re.compile(DURATION_PATTERN)
 
 
@@ -24,17 +30,20 @@ class DurationError(ValueError):
 
 
 def parse_duration(text: object) -> float:
-    """Seconds in a duration such as "150s", "2m", "1h30m" or "500ms"."""
+    """Seconds in a duration such as "150s", "2m", "1h30m" or "500ms".
+
+    The whole text must be the duration: no spaces around it, no newline after it, as
+    the CRD's pattern demands (Python's `$` would let a final newline through).
+    """
     if not isinstance(text, str):
         raise DurationError(f'expected a duration string such as "150s", got {text!r}')
-    stripped = text.strip()
     try:
-        if _DURATION.match(stripped):
-            return float(durationpy.from_str(stripped).total_seconds())
+        if len(text) <= DURATION_MAX_LENGTH and _DURATION.fullmatch(text):
+            return float(durationpy.from_str(text).total_seconds())
     except (ValueError, OverflowError):
         pass  # out of range (durationpy.DurationError is a ValueError): the same advice
     raise DurationError(
-        f"{text!r} is not a duration; write a number with a unit, "
+        f"{text!r} is not a duration; write a number with a unit (at most 3 decimals), "
         'such as "500ms", "150s", "2m", "24h" or "1h30m"'
     )
 

@@ -18,6 +18,7 @@ missing value.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import Any, Literal, Self
@@ -25,7 +26,18 @@ from typing import Any, Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from rpp.model.durations import format_duration
-from rpp.model.spec_fields import Duration, Names, PodIds, Section, cel, problems
+from rpp.model.spec_fields import (
+    NOT_BLANK,
+    Duration,
+    Names,
+    PodIds,
+    Query,
+    Section,
+    Text,
+    cel,
+    cel_text,
+    problems,
+)
 from rpp.model.spec_health import (
     Canary,
     ErrorRateRule,
@@ -50,6 +62,10 @@ CATEGORIES = ("runpod",)
 # enough that "<pool>-nginx-config" still fits in 63 characters.
 POOL_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 POOL_NAME_MAX = 50
+# Every pod needs a slot port and nginx has at most 256 (one kept for a replacement), so
+# no pool grows past 255 pods: the bound also keeps numbers inside what the API server
+# stores (an integer past 2^63 - 1 is refused there).
+MOST_REPLICAS = 255
 
 
 class Mode(StrEnum):
@@ -68,23 +84,25 @@ class Replicas(Section):
         )
     )
 
-    min: int = Field(default=1, ge=1)
+    min: int = Field(default=1, ge=1, le=MOST_REPLICAS)
     """Pods the pool keeps serving."""
-    max: int = Field(ge=1)
+    max: int = Field(ge=1, le=MOST_REPLICAS)
     """Most pods the autoscaler may ask for. Default: replicas.min."""
 
 
 class Autoscaling(Section):
     model_config = cel(
         (
-            "!self.enabled || (has(self.query) && size(self.query) > 0)",
+            "!self.enabled || (has(self.query) && self.query.matches("
+            + cel_text(NOT_BLANK)
+            + "))",
             "autoscaling.query is required when autoscaling is enabled",
         )
     )
 
     enabled: bool = False
     """Scale between replicas.min and .max on `query`."""
-    query: str | None = None
+    query: Query | None = None
     """PromQL returning one value per loop (e.g. average queue per pod); $job is replaced by
     prometheus.job."""
     target: float = Field(default=1.0, gt=0)
@@ -110,11 +128,11 @@ class Datacenters(Section):
 
 
 class Limits(Section):
-    max_pods: int = Field(ge=0)
+    max_pods: int = Field(ge=0, le=2 * MOST_REPLICAS)
     """Hard cap on pool pods at any moment, replacements included. Default: 2 x replicas.min."""
     max_hourly_cost_usd: float = Field(default=0.0, ge=0)
     """Hard cap on the pool's cost per hour in USD; 0 means never create."""
-    max_creates_per_hour: int = Field(default=3, ge=0)
+    max_creates_per_hour: int = Field(default=3, ge=0, le=1000)
     """Creates allowed in any hour."""
     estimated_pod_cost_usd: float = Field(default=1.0, ge=0)
     """Price per hour assumed for a pod not created yet (checked against the cost cap)."""
@@ -126,6 +144,13 @@ class Drain(Section):
 
 
 class Nginx(Section):
+    model_config = cel(
+        (
+            "self.basePort + self.slotPorts - 1 <= 65535",
+            "nginx.basePort + nginx.slotPorts runs past port 65535",
+        )
+    )
+
     config_map: str
     """The static nginx ConfigMap. Default: <pool>-nginx-config."""
     slots_config_map: str
@@ -168,13 +193,18 @@ class RunPodPoolSpec(Section):
             "(has(self.replicas.max) ? self.replicas.max : self.replicas.min)",
             "rollout.maxParallel must not be above replicas.max",
         ),
+        (
+            "duration(self.probe.timeout) > "
+            "duration(self.health.replaceWhen.slowScrape.threshold)",
+            "probe.timeout must be longer than health.replaceWhen.slowScrape.threshold",
+        ),
     )
 
     paused: bool = False
     """Kill switch: no change from the next loop on."""
     dry_run: bool = True
     """Plan only; set false to let the controller act (Manage)."""
-    template_id: str | None = None
+    template_id: Text | None = None
     """RunPod template pods are created from; none = Observe."""
     image: str | None = None
     """Container image; changing it rolls pods in place. None = the template's."""
@@ -195,7 +225,7 @@ class RunPodPoolSpec(Section):
     """Autoscaling (off)."""
     datacenters: Datacenters = Field(default_factory=Datacenters)
     """Where pods may run."""
-    max_per_datacenter: int = Field(default=1, ge=1)
+    max_per_datacenter: int = Field(default=1, ge=1, le=MOST_REPLICAS)
     """Most pool pods in one datacenter."""
     limits: Limits
     """Hard caps that block creates."""
@@ -203,9 +233,9 @@ class RunPodPoolSpec(Section):
     """Draining."""
     nginx: Nginx
     """The nginx in front of the pods."""
-    env_from_secret: str | None = None
+    env_from_secret: Text | None = None
     """Secret whose every key goes to the pods as env."""
-    metrics_token_key: str | None = None
+    metrics_token_key: Text | None = None
     """Key in envFromSecret holding the metrics token."""
     port: int = Field(default=80, ge=1, le=65535)
     """The pods' HTTP port."""
@@ -307,7 +337,7 @@ def cross_field_problems(spec: RunPodPoolSpec) -> Iterator[tuple[str, str]]:
             ".limits.maxPods",
             f"{lim.max_pods} is below replicas.min ({r.min}); the pool could never reach its size",
         )
-    if spec.autoscaling.enabled and not (spec.autoscaling.query or "").strip():
+    if spec.autoscaling.enabled and not re.search(NOT_BLANK, spec.autoscaling.query or ""):
         yield (
             ".autoscaling.query",
             "required when autoscaling is enabled; give a PromQL query returning one value",

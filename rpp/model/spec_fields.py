@@ -31,13 +31,24 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from rpp.model.durations import DURATION_PATTERN, DurationError, format_duration, parse_duration
+from rpp.model.durations import (
+    DURATION_MAX_LENGTH,
+    DURATION_PATTERN,
+    MAX_DURATION,
+    MIN_DURATION,
+    DurationError,
+    format_duration,
+    parse_duration,
+)
 
 # RunPod pod ids are lowercase alphanumerics (14 today); a little slack for the future.
 POD_ID_PATTERN = r"^[a-z0-9]{8,32}$"
 # The pydantic error type whose context carries sentences `rpp validate` prints as they
 # are: ("[2]", "'a' is listed twice") is a problem at the erroring field's path + "[2]".
 SPEC_PROBLEMS = "rpp_spec_problems"
+# "Not blank", spelled the same for Python, the API server's Go and pydantic's Rust: a
+# character that is not ASCII white space (their `\s` and `strip()` disagree on others).
+NOT_BLANK = r"[^ \t\n\r\f\v]"
 
 
 def problems(*found: tuple[str, str]) -> PydanticCustomError:
@@ -58,16 +69,40 @@ def _seconds(raw: Any, info: ValidationInfo) -> Any:
     except DurationError as err:
         raise problems(("", str(err))) from None
     if seconds <= 0:
-        raise problems(("", f"{raw!r} must be longer than zero"))
+        raise problems(("", f"{raw!r} must be longer than zero ({MIN_DURATION} or more)"))
+    if seconds < _LEAST:
+        raise problems(("", f"{raw!r} is shorter than {MIN_DURATION}; use {MIN_DURATION} or more"))
+    if seconds > _MOST:
+        raise problems(("", f"{raw!r} is longer than {MAX_DURATION}; use {MAX_DURATION} or less"))
     return seconds
 
 
-# Seconds in Python, "150s" in YAML, in `--show-defaults` and in the CRD.
+_LEAST, _MOST = parse_duration(MIN_DURATION), parse_duration(MAX_DURATION)
+
+# Seconds in Python, "150s" in YAML, in `--show-defaults` and in the CRD, where the same
+# bounds are CEL rules (the API server parses durations as Go does; a value past Go's
+# range fails the rule's evaluation, so it is refused too).
 Duration = Annotated[
     float,
     BeforeValidator(_seconds),
     PlainSerializer(format_duration, when_used="json"),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": DURATION_MAX_LENGTH,
+            "pattern": DURATION_PATTERN,
+            "x-kubernetes-validations": [
+                {
+                    "rule": f"duration(self) >= duration('{MIN_DURATION}')",
+                    "message": f"must be {MIN_DURATION} or more",
+                },
+                {
+                    "rule": f"duration(self) <= duration('{MAX_DURATION}')",
+                    "message": f"must be {MAX_DURATION} or less",
+                },
+            ],
+        }
+    ),
 ]
 
 
@@ -78,7 +113,7 @@ def _string_list(raw: Any, *, check: Callable[[str], str | None] | None = None) 
         raise problems(("", f"expected a list of strings, got {raw!r}"))
     found: list[tuple[str, str]] = []
     for i, item in enumerate(raw):
-        if not isinstance(item, str) or not item.strip():
+        if not isinstance(item, str) or not re.search(NOT_BLANK, item):
             found.append((f"[{i}]", f"expected a non-empty string, got {item!r}"))
         elif check is not None and (why := check(item)) is not None:
             found.append((f"[{i}]", why))
@@ -90,7 +125,7 @@ def _string_list(raw: Any, *, check: Callable[[str], str | None] | None = None) 
 
 
 def _not_a_pod_id(item: str) -> str | None:
-    if re.match(POD_ID_PATTERN, item):
+    if re.fullmatch(POD_ID_PATTERN, item):
         return None
     return (
         f"{item!r} is not a RunPod pod id (lowercase letters and digits, "
@@ -99,17 +134,25 @@ def _not_a_pod_id(item: str) -> str | None:
 
 
 # The length bounds let the API server estimate the cost of CEL rules over these lists.
-_Name = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+# Every list is a set in the CRD (`x-kubernetes-list-type: set`, rpp/model/crd.py): the
+# API server refuses an entry listed twice, as `_string_list` does.
+_Name = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=NOT_BLANK)]
+_PodId = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=POD_ID_PATTERN)]
 Names = Annotated[tuple[_Name, ...], BeforeValidator(_string_list)]
 PodIds = Annotated[
-    tuple[Annotated[_Name, StringConstraints(pattern=POD_ID_PATTERN)], ...],
+    tuple[_PodId, ...],
     BeforeValidator(partial(_string_list, check=_not_a_pod_id)),
 ]
+# An optional text that means something only when given: "" is refused (the CRD's rules
+# test `has(...)`, for which "" is given), as is text past `max_length`.
+Text = Annotated[str, StringConstraints(min_length=1, max_length=253)]
+# A PromQL query: CEL tests it for blanks, so it is bounded for the rule's cost.
+Query = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 
 
 class Section(BaseModel):
     """A part of the spec: frozen, camelCase keys, exact types (a quoted "2" is not a
-    number, 150 is not a duration), unknown keys refused."""
+    number, 150 is not a duration), finite numbers, unknown keys refused."""
 
     model_config = ConfigDict(
         frozen=True,
@@ -121,6 +164,8 @@ class Section(BaseModel):
         validate_by_alias=True,
         validate_by_name=True,
         use_attribute_docstrings=True,
+        # NaN and Infinity cannot travel in JSON: the API server never sees them.
+        allow_inf_nan=False,
     )
 
     @model_validator(mode="before")
@@ -128,6 +173,11 @@ class Section(BaseModel):
     def _empty_means_defaults(cls, raw: Any) -> Any:
         # `health:` with nothing under it is YAML null: the user asks for every default.
         return {} if raw is None else raw
+
+
+def cel_text(text: str) -> str:
+    """`text` as a CEL string literal (single-quoted, backslashes and quotes escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def cel(*rules: tuple[str, str]) -> ConfigDict:

@@ -103,7 +103,7 @@ class Canary(Section):
     max_latency_ratio: float = Field(default=1.5, gt=1)
     """Fail the canary when its latency (prometheus.latencyQuery) is above this many times
     the median of the old pods' over the same window."""
-    min_requests: int = Field(default=100, ge=0)
+    min_requests: int = Field(default=100, ge=0, le=1_000_000_000)
     """Pass the canary only once it served this many requests during the bake (counted with
     prometheus.requestRateQuery); the bake goes on until then."""
 

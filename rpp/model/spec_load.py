@@ -107,6 +107,8 @@ def _sentences(error: ErrorDetails) -> list[tuple[str, str]]:
         return [("", f"{raw!r} is not valid; use {choices}")]
     field = steps[-1][2] if steps else None
     shown = float(raw) if field is not None and field.annotation is float else raw
+    if kind == "finite_number":
+        return [("", f"{raw} is not a finite number (JSON cannot carry it); use a number")]
     if kind == "greater_than_equal":
         least = _bound(ctx["ge"])
         word = "negative" if least == 0 else f"below {least}"
@@ -119,6 +121,8 @@ def _sentences(error: ErrorDetails) -> list[tuple[str, str]]:
         return [("", f"{raw!r} does not match the pattern {ctx['pattern']}")]
     if kind == "too_long":
         return [("", f"lists {ctx['actual_length']} entries; keep it to {ctx['max_length']}")]
+    if kind == "string_too_short":
+        return [("", f"{raw!r} is empty; give a value or leave the field out")]
     if kind == "string_too_long":
         return [("", f"{raw!r} is longer than {ctx['max_length']} characters")]
     return [("", str(error["msg"]))]
@@ -155,10 +159,24 @@ def _validate(pool: str, raw: Any) -> tuple[model.RunPodPoolSpec | None, list[Er
     return spec, []
 
 
+def without_nulls(raw: Any) -> Any:
+    """`raw` with every field whose value is null left out, at any depth (list items kept).
+
+    The API server prunes a null field before defaulting (no field of the CRD is
+    nullable), so `templateId: null` means what leaving it out means, here too.
+    """
+    if isinstance(raw, Mapping):
+        return {k: without_nulls(v) for k, v in raw.items() if v is not None}
+    if isinstance(raw, list):
+        return [without_nulls(v) for v in raw]
+    return raw
+
+
 def load_spec(
     pool: str, raw: Any, *, path: str = "spec"
 ) -> tuple[model.RunPodPoolSpec | None, list[Problem]]:
     """The resolved spec of pool `pool`, or None, and every problem found."""
+    raw = without_nulls(raw)
     spec, errors = _validate(pool, raw)
     if spec is not None:
         return spec, []
@@ -199,7 +217,7 @@ def load_pool(obj: Any, *, group: str = model.API_GROUP) -> tuple[Pool | None, l
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     name = meta.get("name")
-    if not isinstance(name, str) or not re.match(model.POOL_NAME_PATTERN, name):
+    if not isinstance(name, str) or not re.fullmatch(model.POOL_NAME_PATTERN, name):
         problems.append(
             Problem(
                 "metadata.name",
