@@ -100,7 +100,19 @@ def as_json_schema(node: dict[str, Any], *, open_: bool = False) -> dict[str, An
             out["additionalProperties"] = False
     if "items" in out:
         out["items"] = as_json_schema(out["items"])
+    if isinstance(out.get("additionalProperties"), dict):  # a map: its values' schema
+        out["additionalProperties"] = as_json_schema(out["additionalProperties"])
     return out
+
+
+def status_problems(status: Any) -> list[str]:
+    """What the API server would refuse in a status write, per the CRD's status schema
+    (timestamps checked as RFC 3339, as its date-time format demands)."""
+    validator = _Validator(
+        as_json_schema(_schema()["properties"]["status"]),
+        format_checker=jsonschema.FormatChecker(["date-time"]),
+    )
+    return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(status)]
 
 
 def _decoded(value: Any) -> Any:

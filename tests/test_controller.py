@@ -86,6 +86,9 @@ def test_an_exception_in_one_pool_becomes_its_condition_and_event_and_the_others
         state, reason, message = condition(w, "inference", type_=RECONCILE_FAILED) or ("", "", "")
         assert (state, reason) == ("True", "RuntimeError")
         assert "boom: a bug in this pool's path" in message
+        failed = condition(w, "inference", type_="Ready")
+        assert failed is not None
+        assert failed[:2] == ("False", RECONCILE_FAILED)
         assert any(
             e["reason"] == RECONCILE_FAILED and e["type"] == "Warning" for e in w.kube.events
         )
@@ -107,6 +110,9 @@ def test_an_exception_in_one_pool_becomes_its_condition_and_event_and_the_others
             "the last reconcile completed",
         )
         assert any(e["reason"] == f"{RECONCILE_FAILED}Cleared" for e in w.kube.events)
+        ready = condition(w, "inference", type_="Ready")
+        assert ready is not None
+        assert ready[1] != RECONCILE_FAILED
         assert w.controller.registry.get_sample_value("runpod_pool_condition", gauge) == 0
         await w.close()
 

@@ -8,15 +8,19 @@ schema can express. tests/test_spec_agreement.py runs a whole corpus through bot
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
 from rpp.cli import main
-from rpp.model.crd import build_crd, render_crd
-from tests.crd_admission import admit, apply_defaults, spec_schema
+from rpp.model.crd import build_crd, render_crd, status_schema
+from rpp.model.members import MemberRecord, Phase
+from rpp.model.status import PoolStatus
+from tests.crd_admission import admit, apply_defaults, spec_schema, status_problems
 
 ROOT = Path(__file__).parents[1]
 
@@ -160,3 +164,44 @@ def test_pools_are_listed_by_kubectl_get_runpod_but_not_by_get_all() -> None:
     names = build_crd()["spec"]["names"]
     assert "runpod" in names["categories"]
     assert "all" not in names["categories"]
+
+
+def test_the_status_schema_is_structural_documented_and_defaults_nothing() -> None:
+    """No preserve-unknown-fields: every field has a type, and the API server fills in no
+    default the controller did not write (it reads back exactly what it wrote)."""
+    status = status_schema()
+    assert "x-kubernetes-preserve-unknown-fields" not in status
+    forbidden = {"$ref", "$defs", "anyOf", "oneOf", "allOf", "title", "default"}
+    for path, node in _nodes(status, "status"):
+        assert "type" in node, path
+        assert not forbidden & set(node), (path, forbidden & set(node))
+        assert not ("properties" in node and "additionalProperties" in node), path
+    members = status["properties"]["members"]["items"]["properties"]
+    assert members["phase"]["enum"] == [p.value for p in Phase]
+    assert members["since"]["format"] == "date-time"
+    assert status["properties"]["datacenterReplacements"]["additionalProperties"]["type"] == (
+        "array"
+    )
+
+
+def test_a_status_written_by_the_controller_validates_and_a_wrong_one_does_not() -> None:
+    when = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+    member = MemberRecord(pod_id="p1", name="rpp-inference-a", phase=Phase.READY, since=when)
+    status = (
+        PoolStatus(mode="Manage", desired=1, ready=1, members=(member,))
+        .with_condition(
+            type="Ready", status="True", reason="PodsReady", message="1 of 1", now=when
+        )
+        .with_datacenter_replacement("EU-RO-1", when)
+    )
+    written = status.stored()
+
+    assert status_problems(written) == []
+    assert status_problems({**written, "ready": "one"})
+    assert status_problems({**written, "members": [{**written["members"][0], "phase": "Odd"}]})
+    assert status_problems({**written, "members": [{**written["members"][0], "since": "soon"}]})
+
+
+@pytest.mark.parametrize("version", ["1.25.0", "1.37.0"])
+def test_the_crd_with_its_status_schema_is_a_valid_kubernetes_object(version: str) -> None:
+    kubernetes_validate.validate(build_crd(), version, strict=True)

@@ -20,6 +20,7 @@ import pytest
 
 from rpp.commands.simulate import default_scenario, simulate_to
 from rpp.sim.scenario import load_scenario
+from tests.crd_admission import status_problems
 
 SCENARIOS = Path(__file__).parents[1] / "examples" / "scenarios"
 DEFAULT = "(default)"  # the embedded default scenario, as `rpp simulate` runs it
@@ -414,3 +415,16 @@ def test_a_members_since_is_the_time_of_its_last_transition_line(stories: Any, n
             continue
         since = dt.datetime.fromisoformat(member["since"].replace("Z", "+00:00"))
         assert abs((since - s.start).total_seconds() - moved[-1]["t"]) < 1, (pod, moved[-1])
+
+
+@pytest.mark.parametrize("name", EVERY_SCENARIO)
+def test_the_final_status_of_every_scenario_validates_against_the_crds_status_schema(
+    stories: Any, name: str
+) -> None:
+    """The API server would accept every status the controller wrote (`rpp simulate
+    --json`'s `end` record is the pool as stored); a deleted pool left none."""
+    s = stories(name)
+    if s.end.get("deleted"):
+        return
+    assert status_problems(s.end["status"]) == []
+    assert any(c["type"] == "Ready" for c in s.end["status"]["conditions"])

@@ -328,7 +328,9 @@ class PoolReconciler:
             message=f"{deleting}the spec has {len(problems)} problem(s), nothing is done until "
             f"they are fixed: {listing}",
         )
-        new_status = conds.status.replace(observed_generation=generation)
+        conds.status = conds.status.replace(observed_generation=generation)
+        conds.set_ready(mode=status.mode, deleting=bool(deleting))
+        new_status = conds.status
         log.warning("invalid spec: %s", listing)
         for event in conds.events():
             recorded = await self.executor.record(obj, event, now)

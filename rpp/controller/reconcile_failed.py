@@ -3,8 +3,8 @@
 Where it sits: the controller, outside observe -> decide -> act. The loop
 (rpp/controller/loop.py) isolates pools from each other: when one pool's reconcile
 raises (a bug) or overruns its time budget, the loop calls `failed`, and the pool gets
-a `ReconcileFailed` condition, a Warning Event and its condition gauge set, while the
-other pools carry on. The next reconcile of that pool that completes calls
+a `ReconcileFailed` condition (and Ready False), a Warning Event and its condition gauge
+set, while the other pools carry on. The next reconcile of that pool that completes calls
 `recovered`, which clears the condition with a Normal Event. Decide never sets or
 clears this condition: it cannot see its own failures.
 
@@ -24,6 +24,7 @@ from rpp.adapters.logs import fields, layer_logger
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolResult
 from rpp.controller.status_write import write_status
+from rpp.decide.conditions import READY
 from rpp.model.codec import StatusFormatError
 from rpp.model.records import bounded
 from rpp.model.status import PoolStatus
@@ -106,13 +107,24 @@ class ReconcileFailures:
                     "status unreadable, %s not written: %s", reason, err, extra=fields(pool=name)
                 )
                 return None
-            return status.with_condition(
+            generation = int((fresh.get("metadata") or {}).get("generation") or 0)
+            status = status.with_condition(
                 type=RECONCILE_FAILED,
                 status="True" if true else "False",
                 reason=reason,
                 message=message,
                 now=self.clock.now(),
-                generation=int((fresh.get("metadata") or {}).get("generation") or 0),
+                generation=generation,
+            )
+            if not true:
+                return status  # the reconcile that completed wrote Ready on its merits
+            return status.with_condition(
+                type=READY,
+                status="False",
+                reason=RECONCILE_FAILED,
+                message=message,
+                now=self.clock.now(),
+                generation=generation,
             )
 
         status = await compose(obj)

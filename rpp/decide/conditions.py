@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from enum import StrEnum
 
-from rpp.model.effects import RecordEvent
+from rpp.model.effects import EventType, RecordEvent
 from rpp.model.status import PoolStatus
 
 
@@ -33,6 +33,33 @@ class Cond(StrEnum):
 
 # Every condition is a problem when True, so a change to True is a Warning Event.
 ALL_CONDITIONS = tuple(c.value for c in Cond)
+
+READY = "Ready"
+"""The aggregate condition tools judge a pool by (`kubectl wait --for=condition=Ready`,
+Argo CD and Flux health): True is good, unlike every condition above, so it is kept out
+of ALL_CONDITIONS (and of runpod_pool_condition). `readiness` says when it is True."""
+_BLOCKING = (Cond.INVALID_SPEC.value, Cond.NOT_ACTING.value)
+
+
+def readiness(status: PoolStatus, *, mode: str, deleting: bool) -> tuple[bool, str, str]:
+    """Ready, its reason and message (docs/operating.md#ready): the pool is not being
+    deleted, no InvalidSpec or NotActing holds, and in Manage at least `desired` members
+    are Ready and in nginx. DryRun and Observe create no pods, so there it means the
+    controller plans or observes the pool without trouble. ReconcileFailed (raised
+    outside decide, rpp/controller/reconcile_failed.py) makes it False too."""
+    counted = f"{status.ready} of {status.desired} desired pod(s) are Ready and in nginx"
+    if deleting:
+        return False, "Deleting", "the pool is being deleted"
+    for blocking in _BLOCKING:
+        cond = status.condition(blocking)
+        if cond is not None and cond.status == "True":
+            return False, blocking, cond.message
+    if mode != "Manage":
+        doing = "plans" if mode == "DryRun" else "observes"
+        return True, mode, f"{mode}: the controller {doing} and creates no pods; {counted}"
+    if status.ready < status.desired:
+        return False, "PodsNotReady", counted
+    return True, "PodsReady", counted
 
 
 class Conditions:
@@ -59,12 +86,32 @@ class Conditions:
         if cond.value in self.before or self.status.condition(cond.value) is not None:
             self.set(cond, true=False, reason=reason, message=message)
 
+    def set_ready(self, *, mode: str, deleting: bool) -> None:
+        """Ready from this loop's status (set it last: it reads the others)."""
+        ready, reason, message = readiness(self.status, mode=mode, deleting=deleting)
+        self.status = self.status.with_condition(
+            type=READY,
+            status="True" if ready else "False",
+            reason=reason,
+            message=message,
+            now=self.now,
+            generation=self.generation,
+        )
+
     def events(self) -> list[RecordEvent]:
-        """One Event per condition that appeared or changed status this loop."""
+        """One Event per condition that appeared or changed status this loop; Ready's
+        flips only (NotReady a Warning, Ready back a Normal one)."""
         out: list[RecordEvent] = []
         for cond in self.status.conditions:
             old = self.before.get(cond.type)
             if old is not None and old.status == cond.status:
+                continue
+            if cond.type == READY:
+                if old is not None:
+                    back = cond.status == "True"
+                    kind: EventType = "Normal" if back else "Warning"
+                    reason = READY if back else f"Not{READY}"
+                    out.append(RecordEvent(type=kind, reason=reason, message=cond.message))
                 continue
             if old is None and cond.status != "True":
                 continue

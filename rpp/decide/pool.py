@@ -238,19 +238,21 @@ def _drive_members(
 
 
 def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
-    """Conditions' Events, the summary fields, the plan; Observe keeps only the finalizer's."""
-    mode = loop.spec.mode
-    status = loop.conds.status
-    effects = [*loop.effects, *loop.conds.events(), *_finalizer(loop)]
-    actions = [e for e in effects if not isinstance(e, RecordEvent | Finalizer)]
-    status = status.replace(
+    """The summary fields, Ready, the conditions' Events, the plan; Observe keeps only the
+    finalizer's effects."""
+    mode, conds = loop.spec.mode, loop.conds
+    members = conds.status.members
+    conds.status = conds.status.replace(
         mode=mode.value,
         observed_generation=generation,
         desired=desired,
-        ready=sum(1 for m in status.members if m.phase == Phase.READY and m.slot is not None),
+        ready=sum(1 for m in members if m.phase == Phase.READY and m.slot is not None),
         cost_per_hour=round(sum(p.cost_per_hr for p in loop.owned), 4),
-    ).with_plan(actions if mode is Mode.DRY_RUN else ())
-    status = status.pruned(loop.now)
+    )
+    conds.set_ready(mode=mode.value, deleting=loop.obs.pool.deleting_since is not None)
+    effects = [*loop.effects, *conds.events(), *_finalizer(loop)]
+    actions = [e for e in effects if not isinstance(e, RecordEvent | Finalizer)]
+    status = conds.status.with_plan(actions if mode is Mode.DRY_RUN else ()).pruned(loop.now)
     if mode is Mode.OBSERVE:
         effects = [e for e in effects if isinstance(e, Finalizer)]
     for effect in actions if mode is not Mode.OBSERVE else ():

@@ -13,6 +13,12 @@ checks a corpus through both): no field is `nullable`, so the API server prunes 
 like an absent field (rpp.model.spec_load does the same); every list of strings is a set
 (`x-kubernetes-list-type: set`: an entry listed twice is refused); and `metadata.name`
 carries the pool-name rules (a DNS label of at most 50 characters).
+
+The status gets the same pass over `rpp.model.status.PoolStatus`, minus what only an input
+needs: no defaults (the API server would fill them into what it stores, and the controller
+reads back exactly what it wrote) and no sets (a status list may repeat a value, such as two
+replacements in one second). So `kubectl explain rpp.status` documents every field, and
+tools see a real schema instead of `x-kubernetes-preserve-unknown-fields`.
 """
 
 from __future__ import annotations
@@ -22,49 +28,59 @@ from typing import Any
 import yaml
 
 from rpp.model import spec as model
+from rpp.model.status import PoolStatus
 
 # The key order of a schema node in the CRD (pydantic sorts keys alphabetically); an
 # exclusive minimum becomes OpenAPI 3.0's `minimum` plus `exclusiveMinimum: true` there.
 _ORDER = (
     "type", "properties", "items", "x-kubernetes-list-type", "maxItems", "minItems",
     "minLength", "maxLength",
-    "minimum", "maximum", "pattern", "exclusiveMinimum", "enum",
-    "x-kubernetes-validations", "default", "nullable", "description",
+    "minimum", "maximum", "pattern", "format", "exclusiveMinimum", "enum",
+    "additionalProperties", "x-kubernetes-validations", "default", "nullable", "description",
 )  # fmt: skip
 # JSON-schema keywords a structural schema has no place for: properties are never
 # required (the controller fills derived defaults), unknown fields are pruned by the
-# API server rather than refused, and titles only repeat the field names.
-_DROPPED = {"title", "required", "additionalProperties", "$defs"}
+# API server rather than refused, and titles only repeat the field names. (A map's
+# `additionalProperties` schema stays; `additionalProperties: false` goes.)
+_DROPPED = {"title", "required", "$defs"}
 
 
-def _structural(node: dict[str, Any], defs: dict[str, Any], *, root: bool) -> dict[str, Any]:
+def _structural(
+    node: dict[str, Any], defs: dict[str, Any], *, root: bool, status: bool = False
+) -> dict[str, Any]:
     """One node of pydantic's JSON schema as a Kubernetes structural schema: references
     inlined, Optional as the plain type (a null is pruned, as an absent field), lists of
     strings as sets, every object under the root defaulting to {} (so the API server
-    fills in its fields' defaults), keys in the usual order."""
+    fills in its fields' defaults), keys in the usual order. For the `status`, neither
+    defaults nor sets (see the module docstring)."""
     ref = node.get("$ref")
     node = {**defs[ref.rsplit("/", 1)[-1]], **node} if ref else dict(node)
     node.pop("$ref", None)
     options = node.pop("anyOf", None)
     if options is not None:
         (kept,) = [o for o in options if o != {"type": "null"}]
-        node = {**_structural(kept, defs, root=False), **node}
-    if node.get("default", {}) is None:
-        del node["default"]  # null is what an absent optional field means anyway
-    if node.get("type") == "object" and not root:
+        node = {**_structural(kept, defs, root=False, status=status), **node}
+    if node.get("default", {}) is None or status:
+        node.pop("default", None)  # null is what an absent optional field means anyway
+    if node.get("type") == "object" and not root and not status:
         node["default"] = {}
     items = node.get("items")
-    if node.get("type") == "array" and isinstance(items, dict) and items.get("type") == "string":
+    strings = isinstance(items, dict) and items.get("type") == "string"
+    if node.get("type") == "array" and strings and not status:
         node["x-kubernetes-list-type"] = "set"
+    if not isinstance(node.get("additionalProperties", {}), dict):
+        del node["additionalProperties"]
     unknown = set(node) - set(_ORDER) - _DROPPED
     if unknown or "type" not in node:
         raise ValueError(f"no structural schema for {node!r} (unknown keys {sorted(unknown)})")
     out: dict[str, Any] = {}
     for key in (k for k in _ORDER if k in node):
         if key == "properties":
-            out[key] = {k: _structural(v, defs, root=False) for k, v in node[key].items()}
-        elif key == "items":
-            out[key] = _structural(node[key], defs, root=False)
+            out[key] = {
+                k: _structural(v, defs, root=False, status=status) for k, v in node[key].items()
+            }
+        elif key in ("items", "additionalProperties"):
+            out[key] = _structural(node[key], defs, root=False, status=status)
         elif key == "exclusiveMinimum":
             out["minimum"], out[key] = node[key], True
         elif key == "x-kubernetes-validations":  # pydantic sorted them: message, rule
@@ -85,21 +101,15 @@ def spec_schema() -> dict[str, Any]:
     return out
 
 
-def _status_schema() -> dict[str, Any]:
-    number = {"type": "number"}
-    return {
-        "type": "object",
-        "description": "Written by the controller only: members, conditions, plan, history.",
-        "x-kubernetes-preserve-unknown-fields": True,
-        "properties": {
-            "mode": {"type": "string", "enum": [m.value for m in model.Mode]},
-            "observedGeneration": {"type": "integer"},
-            "ready": {"type": "integer"},
-            "desired": {"type": "integer"},
-            "costPerHour": number,
-            "planned": {"type": "integer"},
-        },
-    }
+def status_schema() -> dict[str, Any]:
+    """The openAPIV3Schema of `.status`, from the status models (see the module docstring)."""
+    schema = PoolStatus.model_json_schema(by_alias=True, mode="serialization")
+    out = _structural(schema, schema.get("$defs", {}), root=True, status=True)
+    out["description"] = (
+        "Written by the controller only: members, conditions (Ready among them), plan, "
+        "history, and the memory of its time-based rules."
+    )
+    return out
 
 
 def build_crd(group: str = model.API_GROUP) -> dict[str, Any]:
@@ -161,7 +171,7 @@ def build_crd(group: str = model.API_GROUP) -> dict[str, Any]:
                                     },
                                 },
                                 "spec": {**spec_schema(), "default": {}},
-                                "status": _status_schema(),
+                                "status": status_schema(),
                             },
                         }
                     },

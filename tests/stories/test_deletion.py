@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from rpp.adapters.kube.api import KubeSettings
 from rpp.sim.faults import ServerError
+from tests.crd_admission import status_problems
 from tests.stories.test_replacement import healthy_pool
 from tests.stories.world_kit import Story, pool_manifest, story
 
@@ -101,6 +102,8 @@ def test_a_read_only_key_blocks_the_deletion_and_the_status_says_why() -> None:
         assert len(pods_on_runpod(s)) == 2
         assert any("Read Only" in m for m in events(s, "TerminateFailed"))
         assert events(s, "DeletionBlocked")
+        # The API server would take this status: the CRD's status schema admits it.
+        assert status_problems(s.world.kube.pool(s.name)["status"]) == []
 
         s.world.api_key = "an-all-key"  # fixed: the next retry goes through
         await s.world.restart_controller()
