@@ -46,6 +46,9 @@ class SlowConnects:
         self.delay: tuple[float, float] = (0.0, 0.0)
         self.connections = 0
         self._random = random.Random(seed)
+        # Server.close() leaves relayed connections open; closed by hand so none outlives
+        # the event loop and raises a ResourceWarning in a later test.
+        self._writers: set[asyncio.StreamWriter] = set()
 
     @contextlib.asynccontextmanager
     async def serve(self) -> AsyncIterator[int]:
@@ -54,16 +57,26 @@ class SlowConnects:
             yield int(server.sockets[0].getsockname()[1])
         finally:
             server.close()
+            for writer in list(self._writers):
+                writer.close()
+            await asyncio.wait_for(server.wait_closed(), 5)
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self._writers.add(writer)
         try:
             await asyncio.sleep(self._random.uniform(*self.delay))
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.backend_port)
         except OSError:
             writer.close()
             return
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        finally:
+            self._writers.discard(writer)
+        self._writers.update((writer, up_writer))
+        try:
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        finally:
+            self._writers.difference_update((writer, up_writer))
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

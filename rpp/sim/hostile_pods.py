@@ -60,6 +60,9 @@ class HostilePods:
         self.hostile = dict(hostile)
         self.latency_s = latency_s
         self.healthy: dict[str, FakeInferencePod] = {}
+        # Server.close() leaves accepted connections open (until Python 3.13's
+        # close_clients); a kept-alive one would outlive the event loop and warn later.
+        self._writers: set[asyncio.StreamWriter] = set()
 
     @contextlib.asynccontextmanager
     async def serve(
@@ -71,6 +74,8 @@ class HostilePods:
             yield int(server.sockets[0].getsockname()[1])
         finally:
             server.close()
+            for writer in list(self._writers):
+                writer.close()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
 
@@ -84,6 +89,7 @@ class HostilePods:
     async def _connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        self._writers.add(writer)
         try:
             while True:
                 request = await _read_head(reader)
@@ -101,6 +107,7 @@ class HostilePods:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
+            self._writers.discard(writer)
             writer.close()
 
 
