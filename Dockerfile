@@ -12,7 +12,7 @@ COPY rpp ./rpp
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11.11-slim-bookworm
-ARG VERSION=0.2.1
+ARG VERSION=0.3.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="runpod-pool-controller" \
       org.opencontainers.image.description="Keeps a pool of RunPod GPU pods healthy behind an in-cluster nginx" \

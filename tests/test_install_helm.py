@@ -1,25 +1,25 @@
 """The Helm install path, rendered and linted by the real Helm library (Helm's Go SDK).
 
 Covers the chart under default values, with two pools, with every optional object on, and
-with bad values (the schema must refuse them, naming the value); that the slots ConfigMaps
-survive upgrades (keep policy, and a lookup against a live API server so an upgrade renders
-the controller's content instead of the empty one); and that the chart ships the same CRD,
-alert rules and dashboard as deploy/ and examples/.
+with bad values (the schema must refuse them, naming the value); that nothing the chart
+renders depends on the cluster (no `lookup`: Argo CD, `helm template` and `helm diff` render
+what an install does, and the slots ConfigMaps are the controller's alone); that renaming
+the objects keeps the Deployment's selector; and that the chart ships the same CRD, alert
+rules and dashboard as deploy/ and examples/.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
-import kmock
 import pytest
 import yaml
 
+from rpp import __version__
 from rpp.model.crd import render_crd
 from tests.crd_admission import admit
 from tests.fixtures_install import (
@@ -35,9 +35,6 @@ from tests.fixtures_install import (
     render,
     two_pools,
 )
-from tests.nginx_runner import free_port, nginx_test, write_config
-
-CONFIG_MAPS = kmock.resource("", "v1", "configmaps")
 
 
 def test_default_values_install_the_controller_and_nothing_optional() -> None:
@@ -48,7 +45,7 @@ def test_default_values_install_the_controller_and_nothing_optional() -> None:
         assert obj["metadata"]["namespace"] == NAMESPACE
     deployment = find(objs, "Deployment")
     [container] = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == "ownego/runpod-pool-controller:0.2.1"
+    assert container["image"] == f"ownego/runpod-pool-controller:{__version__}"
     # No Prometheus by default: the variable is left out, not set empty.
     assert "PROMETHEUS_URL" not in {e["name"] for e in container["env"]}
 
@@ -69,19 +66,14 @@ def test_chart_installs_the_generated_crd_from_crds_only() -> None:
     assert "CustomResourceDefinition" not in kinds(objects(render(two_pools())))
 
 
-def test_two_pools_get_their_pool_slots_configmap_and_rbac() -> None:
+def test_two_pools_get_their_pool_and_rbac_for_their_slots_and_secret() -> None:
     values = two_pools()
     objs = objects(render(values))
     for name, pool in values["pools"].items():
         rendered = find(objs, "RunPodPool", name)
         assert rendered["apiVersion"] == "runpodpool.ownego.com/v1alpha1"
         assert rendered["spec"] == pool["spec"]
-    inference, batch = (
-        find(objs, "ConfigMap", n) for n in ("inference-nginx-slots", "batch-slots")
-    )
-    assert "upstream rpp_batch_jobs_slots {" in batch["data"]["upstream.conf"]
-    assert "server 127.0.0.1:9001 max_fails=0;" in batch["data"]["upstream.conf"]
-    assert "listen 9001;" in batch["data"]["servers.conf"]
+        assert rendered["metadata"]["namespace"] == NAMESPACE
     rules = find(objs, "Role")["rules"]
     named = {
         (rule["resources"][0], name) for rule in rules for name in rule.get("resourceNames", [])
@@ -92,7 +84,8 @@ def test_two_pools_get_their_pool_slots_configmap_and_rbac() -> None:
         ("secrets", "inference-env"),
         ("secrets", "batch-env"),
     } <= named
-    assert inference["metadata"]["namespace"] == NAMESPACE
+    # The controller creates the slots ConfigMaps when they are missing.
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]} in rules
 
 
 def test_chart_pools_are_admitted_by_the_crd_schema() -> None:
@@ -107,64 +100,45 @@ def test_chart_pool_with_a_bad_spec_is_refused_by_the_crd_schema() -> None:
     assert admit(pool["spec"]) == ["replicas.min must not be greater than replicas.max"]
 
 
-def test_inference_slots_the_chart_renders_are_accepted_by_real_nginx(
-    tmp_path: Path,
-) -> None:
-    objs = objects(render(two_pools()))
-    data = find(objs, "ConfigMap", "inference-nginx-slots")["data"]
-    result = nginx_test(write_config(tmp_path, data, public_port=free_port()))
-    assert result.returncode == 0, result.stderr
+def test_the_chart_never_renders_a_slots_configmap_nor_asks_the_cluster() -> None:
+    """GitOps: what a pool serves is the controller's to write. A template that used
+    `lookup` would render empty slots wherever there is no cluster to ask (helm template,
+    Argo CD, helm diff), and a sync would then overwrite the controller's: nginx answers
+    503. Rendered offline, as those tools do, no ConfigMap but the optional dashboard comes
+    out, and no template calls lookup at all."""
+    values = {**two_pools(), "grafanaDashboard": {"enabled": True}}
+    for is_upgrade in (False, True):
+        objs = objects(render(values, is_upgrade=is_upgrade))
+        config_maps = [o["metadata"]["name"] for o in objs if o["kind"] == "ConfigMap"]
+        assert config_maps == ["runpod-pool-controller-dashboard"]
+        for pool in (o for o in objs if o["kind"] == "RunPodPool"):
+            assert set(pool) == {"apiVersion", "kind", "metadata", "spec"}
+    for template in sorted((CHART / "templates").iterdir()):
+        assert not re.search(r"\blookup\b", template.read_text()), template.name
 
 
-def test_slots_configmaps_are_kept_by_upgrades_and_uninstalls() -> None:
-    objs = objects(render(two_pools()))
-    slots = [o for o in objs if o["kind"] == "ConfigMap"]
-    assert len(slots) == 2
-    for config_map in slots:
-        assert config_map["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
-
-
-async def test_upgrade_renders_the_controllers_slots_not_the_empty_ones(
-    kmock: kmock.KubernetesEmulator,
-) -> None:
-    """Helm's lookup reads the live ConfigMap from a real (emulated) API server over HTTP:
-    the controller's content comes back as it is, so the upgrade's patch changes nothing.
-    A pool whose ConfigMap does not exist yet still gets the empty one."""
-    kmock.resources["v1/configmaps"] = {"kind": "ConfigMap", "namespaced": True, "verbs": ["get"]}
-    written = {
-        "proxy.conf": "# Written by runpod-pool-controller for pool inference.\n",
-        "upstream.conf": "upstream rpp_inference_slots {\n    server 127.0.0.1:8082;\n}\n",
-        "servers.conf": "server {\n    listen 8082;\n}\n",
-        "slots.json": '{"8082": "abcdefgh123456"}\n',
-    }
-    kmock.objects[CONFIG_MAPS, NAMESPACE, "inference-nginx-slots"] = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "inference-nginx-slots", "namespace": NAMESPACE},
-        "data": written,
-    }
-
-    def upgrade_render() -> dict[str, str]:
-        with (
-            helm.Chart.load(CHART) as chart,
-            helm.Config(kube_apiserver=str(kmock.url), kube_token="t", namespace=NAMESPACE) as cfg,
-        ):
-            rendered: dict[str, str] = cfg.render(
-                chart, two_pools(), name=RELEASE, namespace=NAMESPACE, is_upgrade=True
-            )
-            return rendered
-
-    objs = objects(await asyncio.to_thread(upgrade_render))
-    assert find(objs, "ConfigMap", "inference-nginx-slots")["data"] == written
-    batch = find(objs, "ConfigMap", "batch-slots")["data"]
-    assert "listen 9001;" in batch["servers.conf"]
-    looked_up = {r.name for r in kmock if r.resource and r.resource.plural == "configmaps"}
-    assert looked_up == {"inference-nginx-slots", "batch-slots"}
-    # Offline (no cluster), the same upgrade would have rendered the empty slots.
-    offline = find(
-        objects(render(two_pools(), is_upgrade=True)), "ConfigMap", "inference-nginx-slots"
+def test_renaming_the_objects_keeps_the_selector_so_upgrades_work() -> None:
+    """A Deployment's selector is immutable: fullnameOverride renames every object, never
+    the standard name and instance labels the selector uses."""
+    default = objects(render())
+    renamed = objects(render({"fullnameOverride": "gpu-pools"}))
+    before, after = find(default, "Deployment"), find(renamed, "Deployment")
+    assert after["metadata"]["name"] == "gpu-pools"
+    assert (
+        after["spec"]["selector"]
+        == before["spec"]["selector"]
+        == {
+            "matchLabels": {
+                "app.kubernetes.io/name": "runpod-pool-controller",
+                "app.kubernetes.io/instance": RELEASE,
+            }
+        }
     )
-    assert offline["data"] != written
+    service = find(renamed, "Service")
+    assert service["metadata"]["name"] == "gpu-pools"
+    pod_labels = after["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert find(renamed, "RoleBinding")["subjects"][0]["name"] == "gpu-pools"
 
 
 BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
@@ -244,7 +218,16 @@ def test_lint_catches_a_broken_template(tmp_path: Path) -> None:
 def test_notes_say_what_to_run_next() -> None:
     notes = render()["runpod-pool-controller/templates/NOTES.txt"]
     assert "kubectl -n runpod get rpp -o wide" in notes
-    assert "kubectl -n runpod logs deploy/runpod-pool-controller | grep 'would:'" in notes
+    # The leader's logs, found through the Lease: `logs deploy/...` picks any replica, and
+    # the standby logs no loop.
+    assert "kubectl -n runpod get lease runpod-pool-controller" in notes
+    assert "jsonpath='{.spec.holderIdentity}' | cut -d_ -f1)" in notes
+    assert "kubectl -n runpod logs \"$LEADER\" | grep 'would:'" in notes
+    assert "logs deploy/" not in notes
+    assert (
+        "the chart never renders it"
+        in render(two_pools())["runpod-pool-controller/templates/NOTES.txt"]
+    )
     assert "dryRun: false" in notes
     assert "prometheusUrl is not set" in notes
     with_pools = render(two_pools())["runpod-pool-controller/templates/NOTES.txt"]

@@ -7,8 +7,13 @@ Names and labels shared by every template.
 {{- default .Chart.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/*
+The selector: the standard name and instance labels, never the full name. A Deployment's
+selector cannot change, so a later fullnameOverride (which renames every object) must
+leave it alone for `helm upgrade` to work.
+*/}}
 {{- define "rpp.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "rpp.fullname" . }}
+app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
