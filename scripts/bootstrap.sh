@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 want_debs=()
 command -v dot >/dev/null 2>&1 || want_debs+=(graphviz)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || want_debs+=(nginx-light)
-command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || want_debs+=(prometheus)
+# promtool (check rules, test rules) comes with Debian's prometheus package.
+{ command -v promtool >/dev/null 2>&1 || [ -x /usr/bin/promtool ]; } || want_debs+=(prometheus)
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then want_debs+=(python3-venv); fi
 
 if [ ${#want_debs[@]} -gt 0 ]; then

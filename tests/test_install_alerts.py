@@ -3,7 +3,8 @@ fire when, and only when, the seed says they should.
 
 The metric names come from `rpp.model.metric_names`, the one list the controller registers.
 Prometheus' own promtool (Debian's prometheus package) parses every rule and every
-dashboard query, and unit-tests the four alerts on synthetic series named from that list.
+dashboard query, and unit-tests every alert on synthetic series named from that list: each
+is seen firing and seen quiet, and keeps the namespace and the pool it is about.
 """
 
 from __future__ import annotations
@@ -151,7 +152,6 @@ def test_promtool_refuses_a_broken_rule(tmp_path: Path) -> None:
 
 
 def series(name: str, values: str, **labels: str) -> dict[str, str]:
-    # Both controller replicas export the pool gauges: the rules must not double-count.
     text = ", ".join(f'{k}="{v}"' for k, v in labels.items())
     return {"series": f"{name}{{{text}}}", "values": values}
 
@@ -159,84 +159,176 @@ def series(name: str, values: str, **labels: str) -> dict[str, str]:
 def expected(alert: str, value: str, **labels: str) -> dict[str, Any]:
     """The alert as Prometheus renders it: the rule's labels and filled-in annotations."""
     rule = next(r for r in rules() if r["alert"] == alert)
-    annotations = {
-        key: text.replace("{{ $labels.pool }}", labels["pool"]).replace("{{ $value }}", value)
-        for key, text in rule["annotations"].items()
-    }
+    annotations = {}
+    for key, text in rule["annotations"].items():
+        for label, label_value in labels.items():
+            text = text.replace(f"{{{{ $labels.{label} }}}}", label_value)
+        # Prometheus renders a label the alert does not carry as empty.
+        text = re.sub(r"\{\{ \$labels\.\w+ \}\}", "", text)
+        annotations[key] = text.replace("{{ $value }}", value)
     return {"exp_labels": {**labels, **rule["labels"]}, "exp_annotations": annotations}
 
 
-def alert_tests() -> list[dict[str, Any]]:
-    short = "RunPodPoolShortOfReadyPods"
-    notice = "RunPodPoolHostNotice"
-    capacity = "RunPodPoolCapacityUnavailable"
-    rolled = "RunPodPoolReleaseRolledBack"
-    replicas = [{"instance": "a"}, {"instance": "b"}]
+SHORT = "RunPodPoolShortOfReadyPods"
+NOTICE = "RunPodPoolHostNotice"
+CAPACITY = "RunPodPoolCapacityUnavailable"
+ROLLED = "RunPodPoolReleaseRolledBack"
+DELETION = "RunPodPoolDeletionBlocked"
+NO_LEADER = "RunPodPoolControllerNoLeader"
+# During a handover both replicas may export a pool's gauges for a loop (a standby exports
+# none otherwise): the rules must not double-count, hence two instances in some series.
+REPLICAS = [{"instance": "a"}, {"instance": "b"}]
+NS = {"namespace": "runpod"}
+
+
+def at(minute: str, alert: str, *alerts: dict[str, Any]) -> dict[str, Any]:
+    return {"eval_time": minute, "alertname": alert, "exp_alerts": list(alerts)}
+
+
+def pool_alert_tests() -> list[dict[str, Any]]:
     return [
         {  # pool "inference" short of one Ready pod for 30m, pool "ok" never
             "interval": "1m",
             "input_series": [
-                *(series(m.DESIRED_MIN, "2x40", pool="inference", **r) for r in replicas),
-                *(series(m.READY, "1x40", pool="inference", **r) for r in replicas),
-                series(m.DESIRED_MIN, "2x40", pool="ok", instance="a"),
-                series(m.READY, "2x40", pool="ok", instance="a"),
+                *(series(m.DESIRED_MIN, "2x40", pool="inference", **NS, **r) for r in REPLICAS),
+                *(series(m.READY, "1x40", pool="inference", **NS, **r) for r in REPLICAS),
+                series(m.DESIRED_MIN, "2x40", pool="ok", **NS, instance="a"),
+                series(m.READY, "2x40", pool="ok", **NS, instance="a"),
             ],
             "alert_rule_test": [
-                {"eval_time": "14m", "alertname": short, "exp_alerts": []},
-                {"eval_time": "16m", "alertname": short,
-                 "exp_alerts": [expected(short, "1", pool="inference")]},
+                at("14m", SHORT),
+                at("16m", SHORT, expected(SHORT, "1", pool="inference", **NS)),
             ],
         },
         {  # a replacement that takes 12m (short from 6m to 18m) does not page
             "interval": "1m",
             "input_series": [
-                series(m.DESIRED_MIN, "2x40", pool="inference", instance="a"),
-                series(m.READY, "2x5 1x12 2x20", pool="inference", instance="a"),
+                series(m.DESIRED_MIN, "2x40", pool="inference", **NS, instance="a"),
+                series(m.READY, "2x5 1x12 2x20", pool="inference", **NS, instance="a"),
+            ],
+            "alert_rule_test": [at("17m", SHORT), at("30m", SHORT)],
+        },
+        {  # two pools named alike in two namespaces stay two alerts, each with its namespace
+            "interval": "1m",
+            "input_series": [
+                series(m.DESIRED_MIN, "3x40", pool="inference", namespace="a", instance="x"),
+                series(m.READY, "1x40", pool="inference", namespace="a", instance="x"),
+                series(m.DESIRED_MIN, "2x40", pool="inference", namespace="b", instance="y"),
+                series(m.READY, "1x40", pool="inference", namespace="b", instance="y"),
             ],
             "alert_rule_test": [
-                {"eval_time": "17m", "alertname": short, "exp_alerts": []},
-                {"eval_time": "30m", "alertname": short, "exp_alerts": []},
+                at(
+                    "16m",
+                    SHORT,
+                    expected(SHORT, "2", pool="inference", namespace="a"),
+                    expected(SHORT, "1", pool="inference", namespace="b"),
+                ),
             ],
         },
-        {  # conditions: 1 while True; other condition types and False do not fire
+        {  # conditions: 1 while True, for as long as each rule's `for:`; others never fire
             "interval": "1m",
             "input_series": [
                 *(
-                    series(m.CONDITION, "0 0 1x10", pool="inference", type="HostNotice", **r)
-                    for r in replicas
+                    series(m.CONDITION, "0 0 1x20", pool="inference", type="HostNotice", **NS, **r)
+                    for r in REPLICAS
                 ),
-                series(m.CONDITION, "1x10", pool="inference", type="NotActing", instance="a"),
-                series(m.CONDITION, "0 1x10", pool="batch", type="CapacityUnavailable",
+                series(m.CONDITION, "1x20", pool="inference", type="NotActing", **NS,
+                       instance="a"),
+                series(m.CONDITION, "0 1x20", pool="batch", type="CapacityUnavailable", **NS,
+                       instance="a"),
+                series(m.CONDITION, "0 1x3 0x17", pool="blip", type="CapacityUnavailable", **NS,
+                       instance="a"),
+                series(m.CONDITION, "0 1x20", pool="gone", type="DeletionBlocked", **NS,
+                       instance="a"),
+                # a deletion that progresses: DeletionBlocked False, listing what is left
+                series(m.CONDITION, "0x20", pool="going", type="DeletionBlocked", **NS,
                        instance="a"),
             ],
             "alert_rule_test": [
-                {"eval_time": "1m", "alertname": notice, "exp_alerts": []},
-                {"eval_time": "3m", "alertname": notice,
-                 "exp_alerts": [expected(notice, "1", pool="inference")]},
-                {"eval_time": "0m", "alertname": capacity, "exp_alerts": []},
-                {"eval_time": "2m", "alertname": capacity,
-                 "exp_alerts": [expected(capacity, "1", pool="batch")]},
+                at("6m", NOTICE),
+                at("8m", NOTICE, expected(NOTICE, "1", pool="inference", **NS)),
+                at("10m", CAPACITY),  # "blip" was refused for 3m, then a create succeeded
+                at("12m", CAPACITY, expected(CAPACITY, "1", pool="batch", **NS)),
+                at("10m", DELETION),
+                at("12m", DELETION, expected(DELETION, "1", pool="gone", **NS)),
             ],
         },
-        {  # a release rolled back fires until it leaves RolledBack; other phases never
+        {  # a release rolled back fires at once, until it leaves RolledBack; other phases never
             "interval": "1m",
             "input_series": [
                 *(
                     series(m.ROLLOUT_PHASE, "0 0 1x5 0x5", pool="inference", phase="RolledBack",
-                           **r)
-                    for r in replicas
+                           **NS, **r)
+                    for r in REPLICAS
                 ),
-                series(m.ROLLOUT_PHASE, "1x10", pool="inference", phase="Baking", instance="a"),
-                series(m.ROLLOUT_PHASE, "0x10", pool="batch", phase="RolledBack", instance="a"),
+                series(m.ROLLOUT_PHASE, "1x10", pool="inference", phase="Baking", **NS,
+                       instance="a"),
+                series(m.ROLLOUT_PHASE, "0x10", pool="batch", phase="RolledBack", **NS,
+                       instance="a"),
             ],
             "alert_rule_test": [
-                {"eval_time": "1m", "alertname": rolled, "exp_alerts": []},
-                {"eval_time": "4m", "alertname": rolled,
-                 "exp_alerts": [expected(rolled, "1", pool="inference")]},
-                {"eval_time": "9m", "alertname": rolled, "exp_alerts": []},
+                at("1m", ROLLED),
+                at("2m", ROLLED, expected(ROLLED, "1", pool="inference", **NS)),
+                at("9m", ROLLED),
             ],
         },
     ]  # fmt: skip
+
+
+def leader(values: str, *, instance: str, namespace: str = "runpod") -> dict[str, str]:
+    return series(m.LEADER, values, namespace=namespace, instance=instance)
+
+
+def controller_alert_tests() -> list[dict[str, Any]]:
+    return [
+        {  # a leader and a standby: quiet; a 3m handover with no leader: quiet
+            "interval": "1m",
+            "input_series": [
+                leader("1x10 0x3 0x20", instance="a"),
+                leader("0x10 0x3 1x20", instance="b"),
+            ],
+            "alert_rule_test": [at("9m", NO_LEADER), at("15m", NO_LEADER), at("30m", NO_LEADER)],
+        },
+        {  # both replicas up, none leads (the Lease cannot be renewed) for 5m: pages
+            "interval": "1m",
+            "input_series": [leader("1x4 0x30", instance="a"), leader("0x34", instance="b")],
+            "alert_rule_test": [
+                at("8m", NO_LEADER),
+                at("10m", NO_LEADER, expected(NO_LEADER, "0", **NS)),
+            ],
+        },
+        {  # every replica of namespace "runpod" stops being scraped; "other" keeps its leader
+            "interval": "1m",
+            "input_series": [
+                leader("1x4 stale", instance="a"),
+                leader("0x4 stale", instance="b"),
+                leader("1x40", instance="c", namespace="other"),
+            ],
+            "alert_rule_test": [
+                at("8m", NO_LEADER),
+                at("11m", NO_LEADER, expected(NO_LEADER, "1", **NS)),
+            ],
+        },
+        {  # Prometheus has never scraped a controller (or not for a day): pages, no namespace
+            "interval": "1m",
+            "input_series": [series("up", "1x20", job="something-else")],
+            "alert_rule_test": [
+                at("4m", NO_LEADER), at("6m", NO_LEADER, expected(NO_LEADER, "1"))
+            ],
+        },
+    ]  # fmt: skip
+
+
+def alert_tests() -> list[dict[str, Any]]:
+    return pool_alert_tests() + controller_alert_tests()
+
+
+def test_every_alert_has_a_unit_test_that_fires_it_and_one_that_does_not() -> None:
+    checks = [check for case in alert_tests() for check in case["alert_rule_test"]]
+    for rule in rules():
+        mine = [c for c in checks if c["alertname"] == rule["alert"]]
+        assert any(c["exp_alerts"] for c in mine), f"{rule['alert']} is never seen firing"
+        assert any(not c["exp_alerts"] for c in mine), f"{rule['alert']} is never seen quiet"
 
 
 def test_alerts_fire_when_and_only_when_the_seed_says(tmp_path: Path) -> None:
@@ -249,20 +341,20 @@ def test_alerts_fire_when_and_only_when_the_seed_says(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("alert", [r["alert"] for r in rules()])
-def test_each_alert_has_a_summary_severity_and_the_seeds_expression(alert: str) -> None:
+def test_each_alert_keeps_namespace_and_pool_and_says_where_to_look(alert: str) -> None:
     rule = next(r for r in rules() if r["alert"] == alert)
     assert rule["labels"]["severity"] in {"warning", "critical"}
-    assert "{{ $labels.pool }}" in rule["annotations"]["summary"]
-    seed = {
-        "RunPodPoolShortOfReadyPods": (
-            "max by (pool) (runpod_pool_desired_min) - max by (pool) (runpod_pool_ready) > 0"
-        ),
-        "RunPodPoolHostNotice": 'max by (pool) (runpod_pool_condition{type="HostNotice"}) > 0',
-        "RunPodPoolCapacityUnavailable": (
-            'max by (pool) (runpod_pool_condition{type="CapacityUnavailable"}) > 0'
-        ),
-        "RunPodPoolReleaseRolledBack": (
-            'max by (pool) (runpod_pool_rollout_phase{phase="RolledBack"}) > 0'
-        ),
-    }
-    assert rule["expr"] == seed[alert]
+    groupings = re.findall(r"\bby \(([^)]*)\)", rule["expr"])
+    assert groupings, rule["expr"]
+    pool_alert = "runpod_pool_leader" not in rule["expr"]
+    keep = "namespace, pool" if pool_alert else "namespace"
+    assert set(groupings) == {keep}, rule["expr"]
+    assert "{{ $labels.namespace }}" in rule["annotations"]["summary"]
+    if pool_alert:
+        assert "{{ $labels.pool }}" in rule["annotations"]["summary"]
+    # Every kubectl hint names the namespace.
+    hints = re.findall(
+        r"kubectl\s+(-n\s+\{\{ \$labels\.namespace \}\}\s+)?", rule["annotations"]["description"]
+    )
+    assert hints, alert
+    assert all(hints), f"{alert}: a kubectl hint without -n {{{{ $labels.namespace }}}}"

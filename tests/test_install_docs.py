@@ -93,6 +93,24 @@ def test_runbooks_have_a_section_per_alert_that_the_rule_links_to() -> None:
         assert rule["annotations"]["summary"]
 
 
+def test_runbooks_say_how_long_each_alert_waits_as_the_rule_does() -> None:
+    table = {
+        row[0]: row
+        for row in (
+            [cell.strip() for cell in line.strip("|").split("|")]
+            for line in doc("runbooks.md").splitlines()
+            if line.startswith("| RunPodPool")
+        )
+    }
+    rules = find(example("examples/prometheus-rules.yaml"), "PrometheusRule")["spec"]["groups"]
+    for rule in rules[0]["rules"]:
+        name, severity, wait, why = table[rule["alert"]]
+        assert severity == rule["labels"]["severity"], name
+        assert wait == rule.get("for", "none"), name
+        assert len(why) > 40, name
+    assert set(table) == {r["alert"] for r in rules[0]["rules"]}
+
+
 @pytest.mark.parametrize("name", ["install.md", "operating.md", "runbooks.md"])
 def test_doc_links_resolve(name: str) -> None:
     for link in relative_links(doc(name)):
