@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "serve a fake RunPod API and proxy locally (no money spent)",
     ),
     "run": ("rpp.commands.run", "run the controller (configured by environment variables)"),
+    "delete-pools": (
+        "rpp.commands.delete_pools",
+        "delete pools and wait until the controller lets each go (the chart's pre-delete hook)",
+    ),
     "simulate": (
         "rpp.commands.simulate",
         "run the real controller against a simulated RunPod (a day in about 30 s)",

@@ -85,6 +85,11 @@ def objects(rendered: Mapping[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+def installed(objs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The objects `helm install` creates: hooks (the uninstall Job, helm test) left out."""
+    return [o for o in objs if "helm.sh/hook" not in (o["metadata"].get("annotations") or {})]
+
+
 def find(objs: Iterable[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
     matches = [o for o in objs if o["kind"] == kind and name in (None, o["metadata"].get("name"))]
     assert len(matches) == 1, f"expected one {kind} {name or ''}, found {len(matches)}"

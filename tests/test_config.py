@@ -22,6 +22,7 @@ def test_only_the_api_key_is_required_and_everything_else_has_the_documented_def
     assert config.prometheus_url is None
     assert config.reconcile_interval == 30.0
     assert (config.listen_host, config.listen_port) == ("0.0.0.0", 8080)
+    assert config.health_listen is None  # /healthz on LISTEN_ADDRESS only
     assert config.log_level == "INFO"
     assert config.log_format == "text"
     assert config.runpod_api_url == "https://api.runpod.io"
@@ -37,6 +38,7 @@ def test_every_variable_is_read() -> None:
             "PROMETHEUS_URL": "http://prom.monitoring.svc:9090/",
             "RECONCILE_INTERVAL": "45s",
             "LISTEN_ADDRESS": "[::]:9090",
+            "HEALTH_LISTEN_ADDRESS": "0.0.0.0:9091",
             "LOG_LEVEL": "debug",
             "LOG_FORMAT": "JSON",
             "RUNPOD_API_URL": "http://127.0.0.1:9000/",
@@ -51,6 +53,7 @@ def test_every_variable_is_read() -> None:
     assert config.prometheus_url == "http://prom.monitoring.svc:9090"
     assert config.reconcile_interval == 45.0
     assert (config.listen_host, config.listen_port) == ("::", 9090)
+    assert config.health_listen == ("0.0.0.0", 9091)
     assert (config.log_level, config.log_format) == ("DEBUG", "json")
     assert config.runpod_api_url == "http://127.0.0.1:9000"
     assert config.proxy_pattern == "http://127.0.0.1:9000"
@@ -70,6 +73,10 @@ BAD_VALUES = pytest.mark.parametrize(
         pytest.param("RECONCILE_INTERVAL", "0", "out of range", id="interval-zero"),
         pytest.param("LISTEN_ADDRESS", "8080", "no host:port", id="listen-no-host"),
         pytest.param("LISTEN_ADDRESS", "0.0.0.0:99999", "not 1-65535", id="listen-port"),
+        pytest.param("HEALTH_LISTEN_ADDRESS", "8081", "no host:port", id="health-no-host"),
+        pytest.param(
+            "HEALTH_LISTEN_ADDRESS", "0.0.0.0:8080", "is LISTEN_ADDRESS's too", id="health-same"
+        ),
         pytest.param("LOG_LEVEL", "LOUD", "not one of", id="log-level"),
         pytest.param("LOG_FORMAT", "xml", "not text or json", id="log-format"),
         pytest.param("RUNPOD_API_URL", "api.runpod.io", "not an http(s) URL", id="api-url"),

@@ -79,6 +79,7 @@ class Rehearsal:
         self.cloud.set_stock("EU-RO-1", GPU, "SECURE", 4, cost_per_hr=0.69)
         self.process: asyncio.subprocess.Process | None = None
         self.listen = _free_port()
+        self.health = _free_port()
 
     def _pod(self, info: FakePodInfo) -> CountingPod:
         pod = FakeInferencePod(
@@ -118,6 +119,7 @@ class Rehearsal:
             "NAMESPACE": NS,
             "RECONCILE_INTERVAL": "1",
             "LISTEN_ADDRESS": f"127.0.0.1:{self.listen}",
+            "HEALTH_LISTEN_ADDRESS": f"127.0.0.1:{self.health}",
             "LOG_FORMAT": "json",
             "RUNPOD_API_URL": runpod_url,
             "RUNPOD_PROXY_URL": runpod_url,
@@ -133,9 +135,9 @@ class Rehearsal:
             stderr=asyncio.subprocess.PIPE,
         )
 
-    async def get(self, path: str) -> httpx.Response:
+    async def get(self, path: str, *, port: int | None = None) -> httpx.Response:
         async with httpx.AsyncClient(timeout=5) as client:
-            return await client.get(f"http://127.0.0.1:{self.listen}{path}")
+            return await client.get(f"http://127.0.0.1:{port or self.listen}{path}")
 
     async def wait_healthy(self, timeout: float = 20.0) -> None:
         async with asyncio.timeout(timeout):
@@ -196,6 +198,10 @@ async def test_rpp_run_reconciles_a_pool_serves_its_endpoints_and_exits_0_on_sig
                 await asyncio.sleep(0.2)
         metrics = (await rehearsal.get("/metrics")).text
         sd = (await rehearsal.get("/sd/inference")).json()
+        # The probe port (the chart's healthPort) answers /healthz and nothing else.
+        probe_port = [
+            await rehearsal.get(path, port=rehearsal.health) for path in ("/healthz", "/metrics")
+        ]
         code, logs, output = await rehearsal.stop()
 
     values = {
@@ -211,6 +217,10 @@ async def test_rpp_run_reconciles_a_pool_serves_its_endpoints_and_exits_0_on_sig
             "targets": ["inference.runpod.svc:8081"],
             "labels": {"runpod_pod": pod_id, "slot": "8081", "datacenter": "EU-RO-1"},
         }
+    ]
+    assert [(r.status_code, r.text) for r in probe_port] == [
+        (200, "ok\n"),
+        (404, "not found: this port serves /healthz only\n"),
     ]
     assert code == 0
     lease = rehearsal.kmock.objects[LEASES, NS, LEASE_NAME].raw["spec"]

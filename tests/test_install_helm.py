@@ -30,6 +30,7 @@ from tests.fixtures_install import (
     example,
     example_pool_spec,
     find,
+    installed,
     kinds,
     objects,
     render,
@@ -39,8 +40,16 @@ from tests.fixtures_install import (
 
 def test_default_values_install_the_controller_and_nothing_optional() -> None:
     objs = objects(render())
-    assert kinds(objs) == ["Deployment", "Role", "RoleBinding", "Service", "ServiceAccount"]
-    for obj in objs:
+    # helm test's pod is a hook: Helm creates it on `helm test` only.
+    assert kinds(installed(objs)) == [
+        "Deployment",
+        "PodDisruptionBudget",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    ]
+    for obj in installed(objs):
         assert obj["metadata"]["name"] == "runpod-pool-controller"
         assert obj["metadata"]["namespace"] == NAMESPACE
     deployment = find(objs, "Deployment")
@@ -74,7 +83,7 @@ def test_two_pools_get_their_pool_and_rbac_for_their_slots_and_secret() -> None:
         assert rendered["apiVersion"] == "runpodpool.ownego.com/v1alpha1"
         assert rendered["spec"] == pool["spec"]
         assert rendered["metadata"]["namespace"] == NAMESPACE
-    rules = find(objs, "Role")["rules"]
+    rules = find(objs, "Role", "runpod-pool-controller")["rules"]
     named = {
         (rule["resources"][0], name) for rule in rules for name in rule.get("resourceNames", [])
     }
@@ -113,7 +122,7 @@ def test_the_chart_never_renders_a_slots_configmap_nor_asks_the_cluster() -> Non
         assert config_maps == ["runpod-pool-controller-dashboard"]
         for pool in (o for o in objs if o["kind"] == "RunPodPool"):
             assert set(pool) == {"apiVersion", "kind", "metadata", "spec"}
-    for template in sorted((CHART / "templates").iterdir()):
+    for template in sorted(p for p in (CHART / "templates").rglob("*") if p.is_file()):
         assert not re.search(r"\blookup\b", template.read_text()), template.name
 
 
@@ -160,6 +169,29 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "pool spec not a map": ({"pools": {"inference": {"spec": "min 2"}}}, "/pools/inference/spec"),
     "rbac name": ({"rbac": {"extraEnvSecrets": ["Not A Name"]}}, "/rbac/extraEnvSecrets/0"),
     "monitor flag": ({"serviceMonitor": {"enabled": "yes"}}, "/serviceMonitor/enabled"),
+    # What used to crash-loop the pod or break Prometheus, refused before anything is applied.
+    "log format yaml": ({"logFormat": "yaml"}, "at '/logFormat': value must be one of"),
+    "memory in millibytes": (
+        {"resources": {"limits": {"cpu": "500m", "memory": "256m"}}},
+        "/resources/limits/memory",
+    ),
+    "scrape timeout over the interval": (
+        {"serviceMonitor": {"interval": "15s", "scrapeTimeout": "20s"}},
+        "/serviceMonitor/scrapeTimeout",
+    ),
+    "pool spec field type": (
+        {"pools": {"inference": {"spec": {"replicas": {"min": "two"}}}}},
+        "/pools/inference/spec/replicas/min",
+    ),
+    "pool spec typo": (
+        {"pools": {"inference": {"spec": {"templateID": "abc"}}}},
+        "/pools/inference/spec",
+    ),
+    "digest": ({"image": {"digest": "latest"}}, "/image/digest"),
+    "existing account without a name": (
+        {"serviceAccount": {"create": False}},
+        "/serviceAccount",
+    ),
 }
 
 

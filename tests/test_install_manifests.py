@@ -70,12 +70,18 @@ def test_every_chart_object_is_valid_for_the_api_server() -> None:
     assert kinds(objs) == [
         "ConfigMap",  # the dashboard; the slots ConfigMaps are the controller's
         "Deployment",
+        "Job",  # the uninstall hook: Job, Role, RoleBinding, ServiceAccount
+        "Pod",  # helm test
+        "PodDisruptionBudget",
         "PrometheusRule",
         "Role",
+        "Role",
+        "RoleBinding",
         "RoleBinding",
         "RunPodPool",
         "RunPodPool",
         "Service",
+        "ServiceAccount",
         "ServiceAccount",
         "ServiceMonitor",
     ]

@@ -19,7 +19,16 @@ import pytest
 from rpp.adapters.clock import ManualClock
 from rpp.adapters.kube.api import DEFAULT_CRD_GROUP, REQUIRED_PERMISSIONS, KubeSettings, Permission
 from rpp.sim.kube_memory import Call, MemoryKubeApi
-from tests.fixtures_install import CHART, ROOT, example, find, objects, render, two_pools
+from tests.fixtures_install import (
+    CHART,
+    ROOT,
+    example,
+    find,
+    installed,
+    objects,
+    render,
+    two_pools,
+)
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 LEASE = "runpod-pool-controller"
@@ -52,8 +61,8 @@ def allows(rules: Iterable[dict[str, Any]], call: Call) -> bool:
 def role_sources() -> dict[str, list[dict[str, Any]]]:
     return {
         "plain": example("deploy/rbac.yaml"),
-        "chart default": objects(render()),
-        "chart two pools": objects(render(two_pools())),
+        "chart default": installed(objects(render())),
+        "chart two pools": installed(objects(render(two_pools()))),
     }
 
 

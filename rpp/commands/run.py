@@ -5,7 +5,8 @@ one line naming the variable), connects to the cluster (the pod's ServiceAccount
 a kubeconfig), builds the adapters (RunPod client, prober, Prometheus client, Kubernetes
 adapter) and runs, all at once:
 
-- the HTTP endpoints on LISTEN_ADDRESS (/healthz, /metrics, /sd/<pool>), on every replica;
+- the HTTP endpoints on LISTEN_ADDRESS (/healthz, /metrics, /sd/<pool>), on every replica,
+  and /healthz alone on HEALTH_LISTEN_ADDRESS when it is set (the chart's probe port);
 - leader election on the Lease `runpod-pool-controller`: only the holder reconciles;
 - the controller loop (rpp/controller/loop.py), while this replica leads.
 
@@ -43,6 +44,7 @@ from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.pod_http import trim_tls_buffers
 from rpp.adapters.redaction import Redactor
 from rpp.adapters.runpod.client import RunPodClient
+from rpp.controller.asgi import ASGIApp
 from rpp.controller.config import Config, ConfigError, load_config
 from rpp.controller.http_api import HttpApi
 from rpp.controller.leader import LeaderElector, LeaseTiming
@@ -60,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "run",
         description="Run the controller. Configuration comes from the environment: "
         "RUNPOD_API_KEY (required), NAMESPACE, CRD_GROUP, PROMETHEUS_URL, RECONCILE_INTERVAL, "
-        "LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, RUNPOD_PROXY_URL, "
+        "LISTEN_ADDRESS, HEALTH_LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, "
+        "RUNPOD_PROXY_URL, "
         "RUNPOD_MAX_ANSWER_MB.",
     )
     parser.add_argument(
@@ -219,29 +222,43 @@ class ControllerProcess:
 
     async def serve(self, stop: asyncio.Event) -> int:
         """Serve HTTP, elect, run the loop until `stop`; then release and close."""
-        config = uvicorn.Config(
-            self.api,
-            host=self.config.listen_host,
-            port=self.config.listen_port,
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-        )
-        server = _Server(config)
-        serving = asyncio.create_task(server.serve(), name="rpp-http")
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.02)
-        if not server.started:
-            with contextlib.suppress(BaseException):
-                serving.result()
-            log.error(
-                "LISTEN_ADDRESS: cannot listen on %s:%d (in use, or not an address of this "
-                "host); set another LISTEN_ADDRESS",
-                self.config.listen_host,
-                self.config.listen_port,
+        listens: list[tuple[str, ASGIApp, str, int]] = [
+            ("LISTEN_ADDRESS", self.api, self.config.listen_host, self.config.listen_port)
+        ]
+        if self.config.health_listen is not None:
+            host, port = self.config.health_listen
+            listens.append(("HEALTH_LISTEN_ADDRESS", self.api.health_app, host, port))
+        servers: list[tuple[_Server, asyncio.Task[None]]] = []
+        for variable, app, host, port in listens:
+            # asgi3 said outright: uvicorn's guess takes a bound method for an ASGI2 app.
+            config = uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                interface="asgi3",
+                lifespan="off",
+                log_level="warning",
+                access_log=False,
             )
-            await self.close()
-            return 1
+            server = _Server(config)
+            serving = asyncio.create_task(server.serve(), name=f"rpp-http-{port}")
+            servers.append((server, serving))
+            while not server.started and not serving.done():
+                await asyncio.sleep(0.02)
+            if not server.started:
+                with contextlib.suppress(BaseException):
+                    serving.result()
+                log.error(
+                    "%s: cannot listen on %s:%d (in use, or not an address of this host); "
+                    "set another %s",
+                    variable,
+                    host,
+                    port,
+                    variable,
+                )
+                await self._stop_serving(servers)
+                await self.close()
+                return 1
         electing = asyncio.create_task(self.elector.run(), name="rpp-leader")
         try:
             await self.loop.run(stop=stop, elector=self.elector)
@@ -250,11 +267,18 @@ class ControllerProcess:
             with contextlib.suppress(asyncio.CancelledError):
                 await electing
             await self.elector.release()
-            server.should_exit = True
-            await serving
+            await self._stop_serving(servers)
             await self.close()
         log.info("stopped")
         return 0
+
+    @staticmethod
+    async def _stop_serving(servers: list[tuple[_Server, asyncio.Task[None]]]) -> None:
+        for server, _ in servers:
+            server.should_exit = True
+        for _, serving in servers:
+            with contextlib.suppress(BaseException):
+                await serving
 
     async def close(self) -> None:
         await self.runpod.aclose()

@@ -17,6 +17,7 @@ PROMETHEUS_URL are cut from every message.
 | PROMETHEUS_URL | none | latency and error-rate rules and autoscaling read it |
 | RECONCILE_INTERVAL | 30 | seconds between loops (or a duration: 45s, 2m) |
 | LISTEN_ADDRESS | 0.0.0.0:8080 | /healthz, /metrics and /sd/<pool> |
+| HEALTH_LISTEN_ADDRESS | none | /healthz alone on a second port, for the kubelet's probes |
 | LOG_LEVEL | INFO | DEBUG, INFO, WARNING, ERROR |
 | LOG_FORMAT | text | text (fields as key=value), or json (one object per line) |
 | RUNPOD_API_URL | https://api.runpod.io | REST under /v2, GraphQL at /graphql |
@@ -79,6 +80,8 @@ class Config:
     reconcile_interval: float = DEFAULT_INTERVAL_S
     listen_host: str = "0.0.0.0"
     listen_port: int = 8080
+    health_listen: tuple[str, int] | None = None
+    """HEALTH_LISTEN_ADDRESS: a second server answering /healthz only (None: no second one)."""
     log_level: str = "INFO"
     log_format: LogFormat = "text"
     runpod_api_url: str = DEFAULT_API_URL
@@ -108,6 +111,13 @@ def load_config(environ: Mapping[str, str]) -> Config:
         return value.strip() if value is not None and value.strip() else None
 
     host, port = _listen(get("LISTEN_ADDRESS") or DEFAULT_LISTEN)
+    health = get("HEALTH_LISTEN_ADDRESS")
+    health_listen = None if health is None else _listen(health, name="HEALTH_LISTEN_ADDRESS")
+    if health_listen is not None and health_listen[1] == port:
+        raise ConfigError(
+            f"HEALTH_LISTEN_ADDRESS: port {port} is LISTEN_ADDRESS's too; choose another port, "
+            "or unset it to answer /healthz on LISTEN_ADDRESS alone"
+        )
     return Config(
         runpod_api_key=_api_key(environ.get("RUNPOD_API_KEY")),
         namespace=_namespace(get("NAMESPACE")),
@@ -116,6 +126,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         reconcile_interval=_interval(get("RECONCILE_INTERVAL")),
         listen_host=host,
         listen_port=port,
+        health_listen=health_listen,
         log_level=_log_level(get("LOG_LEVEL") or "INFO"),
         log_format=_log_format(get("LOG_FORMAT") or "text"),
         runpod_api_url=_api_url(get("RUNPOD_API_URL") or DEFAULT_API_URL),
@@ -236,15 +247,15 @@ def _answer_limit(value: str | None) -> int:
     return int(value)
 
 
-def _listen(value: str) -> tuple[str, int]:
+def _listen(value: str, *, name: str = "LISTEN_ADDRESS") -> tuple[str, int]:
     host, sep, port_text = value.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]  # [::]:8080
     hint = "set host:port, e.g. 0.0.0.0:8080 or 127.0.0.1:9090"
     if not sep or not host:
-        raise ConfigError(f"LISTEN_ADDRESS: {value!r} has no host:port; {hint}")
+        raise ConfigError(f"{name}: {value!r} has no host:port; {hint}")
     if not port_text.isdigit() or not 0 < int(port_text) <= 65535:
-        raise ConfigError(f"LISTEN_ADDRESS: port {port_text!r} is not 1-65535; {hint}")
+        raise ConfigError(f"{name}: port {port_text!r} is not 1-65535; {hint}")
     return host, int(port_text)
 
 

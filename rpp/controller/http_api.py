@@ -6,7 +6,8 @@ leads):
 
 - `/healthz`: 200 `ok` while the loop completes on time (or this replica is the
   standby); 503 with the reason otherwise, so a liveness probe restarts a stuck
-  controller and `kubectl describe pod` says why.
+  controller and `kubectl describe pod` says why. `health_app` serves it alone, for a
+  second port (HEALTH_LISTEN_ADDRESS) the kubelet probes and nothing else reaches.
 - `/metrics`: the process's registry (runpod_pool_* and RunPod API calls) in the
   Prometheus text format, served by prometheus_client's own ASGI app, with secrets
   scrubbed from the text (rpp/adapters/redaction.py) when `rpp run` gives a redactor.
@@ -111,6 +112,17 @@ class HttpApi:
             await send(message)
 
         return scrubbed
+
+    async def health_app(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app of the health port: /healthz, and nothing else."""
+        if await reject_non_http(scope, receive, send):
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await _text(send, 405, text="only GET is served here\n", allow="GET, HEAD")
+        elif scope["path"] == "/healthz":
+            await self._healthz(send)
+        else:
+            await _text(send, 404, text="not found: this port serves /healthz only\n")
 
     async def _healthz(self, send: Send) -> None:
         try:

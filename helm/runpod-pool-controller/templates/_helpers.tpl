@@ -25,8 +25,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* repository:tag, or repository@digest when a digest is set (it then wins over the tag). */}}
 {{- define "rpp.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/* The controller's ServiceAccount: the chart's (the full name unless named), or yours. */}}
+{{- define "rpp.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "rpp.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name: name the existing ServiceAccount when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
 {{- end -}}
 
 {{/* A pool's slots ConfigMap: spec.nginx.slotsConfigMap, or <pool>-nginx-slots. */}}
