@@ -1,6 +1,8 @@
-"""The container image recipe: hadolint-clean, multi-stage, a pinned slim Python base, the
-package installed as a wheel, a numeric non-root user, `rpp run` as the entrypoint, OCI
-labels, and nothing tied to one CPU architecture (the release builds amd64 and arm64)."""
+"""The container image recipe: hadolint-clean, multi-stage, a slim Python base pinned by
+digest, the runtime dependencies installed from a hash-checked lock (requirements.lock)
+and the package from its own wheel, no wheel left in any layer of the image, a numeric
+non-root user, `rpp run` as the entrypoint, OCI labels, and nothing tied to one CPU
+architecture (the release builds amd64 and arm64)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.fixtures_install import ROOT, example, find
 
@@ -63,20 +67,51 @@ def test_hadolint_flags_a_careless_dockerfile(tmp_path: Path) -> None:
     assert "DL3013" in result.stdout  # unpinned pip install
 
 
-def test_two_stages_on_the_same_pinned_slim_python() -> None:
+def test_two_stages_on_the_same_slim_python_pinned_by_digest() -> None:
     bases = [rest.split()[0] for keyword, rest in instructions() if keyword == "FROM"]
     assert len(bases) == 2
     assert len(set(bases)) == 1
-    assert re.fullmatch(r"python:3\.11\.\d+-slim-[a-z]+", bases[0]), bases[0]
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-[a-z]+@sha256:[0-9a-f]{64}", bases[0]), bases[0]
 
 
-def test_package_is_built_as_a_wheel_and_installed_from_it_alone() -> None:
+def test_dependencies_come_from_the_hash_checked_lock_and_the_package_from_its_wheel() -> None:
     build, runtime = stages()
-    assert any(k == "RUN" and "pip wheel" in r and "--wheel-dir /wheels" in r for k, r in build)
-    [install] = [r for k, r in runtime if k == "RUN" and "pip install" in r]
-    assert "--no-index" in install
-    assert "/wheels/runpod_pool_controller-*.whl" in install
-    assert "rm -rf /wheels" in install
+    runs = [r for k, r in build if k == "RUN"]
+    [deps] = [r for r in runs if "-r requirements.lock" in r]
+    assert "--require-hashes" in deps
+    assert "/opt/rpp/bin/pip install" in deps
+    [package] = [r for r in runs if "pip wheel" in r]
+    assert "--no-deps" in package.split("pip wheel", 1)[1].split("&&", 1)[0]
+    assert "pip install --no-cache-dir --no-deps /tmp/dist/runpod_pool_controller-" in package
+    assert package.rstrip().endswith("/opt/rpp/bin/pip check")
+    # The runtime stage copies the finished virtualenv and installs nothing: no wheel, no
+    # pip download, in any of its layers.
+    assert [r for k, r in runtime if k == "COPY"] == ["--from=build /opt/rpp /opt/rpp"]
+    runtime_runs = " ".join(r for k, r in runtime if k == "RUN")
+    assert "pip" not in runtime_runs
+    assert "wheel" not in runtime_runs
+
+
+def test_the_lock_pins_every_runtime_dependency_with_hashes() -> None:
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "requirements.lock").read_text())
+    pins: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        assert not line.startswith("-"), f"an option in the lock: {line}"
+        requirement, *hashes = line.split(" --hash=")
+        name, _, version = requirement.strip().partition("==")
+        assert version, f"not pinned: {requirement}"
+        assert hashes, name
+        assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", h.strip()) for h in hashes), name
+        pins[canonicalize_name(name)] = version
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for text_requirement in declared:
+        requirement = Requirement(text_requirement)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} is a dependency but not in requirements.lock"
+        assert pins[name] in requirement.specifier, f"{name}=={pins[name]} breaks {requirement}"
 
 
 def test_runs_as_a_numeric_non_root_user_with_rpp_run_as_entrypoint() -> None:
@@ -97,7 +132,7 @@ def test_runs_as_a_numeric_non_root_user_with_rpp_run_as_entrypoint() -> None:
     assert scripts["rpp"] == "rpp.cli:main"
     [expose] = [r for k, r in runtime if k == "EXPOSE"]
     container = pod["containers"][0]
-    assert int(expose) == container["ports"][0]["containerPort"]
+    assert [int(p) for p in expose.split()] == [p["containerPort"] for p in container["ports"]]
 
 
 @pytest.mark.parametrize(
@@ -134,7 +169,7 @@ def test_dockerignore_keeps_what_the_build_copies_and_drops_the_rest() -> None:
         if k == "COPY" and "--from" not in r
         for src in r.split()[:-1]
     ]
-    assert copied == ["pyproject.toml", "README.md", "LICENSE", "rpp"]
+    assert copied == ["requirements.lock", "pyproject.toml", "README.md", "LICENSE", "rpp"]
     for src in copied:
         assert (ROOT / src).exists(), src
         assert not ignored(src), src

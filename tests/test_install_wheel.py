@@ -1,11 +1,13 @@
 """The package as the image installs it: the wheel alone, with its runtime dependencies only.
 
-The Dockerfile builds a wheel from pyproject.toml, README.md, LICENSE and rpp/ and
-installs nothing else, so a module that imports a development tool at the top, or a
-dependency that is used but not declared, breaks the image and no other test. Here the
-wheel is built from the same files (setuptools must not warn), installed into a fresh
-venv with no dev extra, and the first commands a user types must answer. The install
-takes about 30 s (pip's cache serves the wheels bootstrap already fetched), once per run.
+The Dockerfile installs requirements.lock (hash-checked), then a wheel built from
+pyproject.toml, README.md, LICENSE and rpp/ without dependencies, and `pip check`s the
+result. So a lock that misses a dependency, a module that imports a development tool at
+the top, or a dependency that is used but not declared, breaks the image and no other
+test. Here the wheel is built from the same files (setuptools must not warn), installed
+into a fresh venv exactly so (the lock with --require-hashes, then the wheel alone, no dev
+extra), and the first commands a user types must answer. The install runs once per run;
+pip's cache serves the wheels bootstrap already fetched.
 
 A second, static check: every third-party module imported anywhere under rpp/ belongs to a
 declared runtime dependency (aiohttp was imported directly for a while without being one).
@@ -92,9 +94,13 @@ def wheel_only(tmp_path_factory: pytest.TempPathFactory) -> WheelOnly:
     [wheel] = (work / "dist").glob("runpod_pool_controller-*.whl")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    # This interpreter's pip installs into the new venv, which itself gets nothing else.
-    install = pip("--python", str(venv / "bin" / "python"), "install", str(wheel))
-    assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
+    # As the image does: the locked dependencies, every file checked against its hash, then
+    # the wheel alone. This interpreter's pip installs into the new venv.
+    python = str(venv / "bin" / "python")
+    lock = ROOT / "requirements.lock"
+    for args in (("--require-hashes", "-r", str(lock)), ("--no-deps", str(wheel))):
+        install = pip("--python", python, "install", *args)
+        assert install.returncode == 0, install.stdout[-3000:] + install.stderr[-3000:]
     return WheelOnly(bin=venv / "bin", build_log=build.stdout + build.stderr, work=work)
 
 

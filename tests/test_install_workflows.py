@@ -1,10 +1,13 @@
-"""The GitHub workflows: actionlint-clean (with shellcheck on every `run:` script), CI runs
-the README's test command, a v* tag releases the multi-arch image, a chart-v* tag pushes the
-chart to the OCI registry the seed installs from."""
+"""The GitHub workflows: actionlint-clean (with shellcheck on every `run:` script), every
+action pinned by commit SHA, CI runs the README's test command, a release runs the whole
+suite before it pushes anything; a v* tag releases the multi-arch image (`:latest` only for
+a release, never a prerelease) with a Syft SBOM and a keyless cosign signature, a chart-v*
+tag pushes the chart to the OCI registry the seed installs from and signs it."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +94,24 @@ def test_ci_installs_the_wheel_alone_and_runs_the_first_commands() -> None:
     ]
 
 
+def test_every_action_is_pinned_by_commit_sha_with_its_release_named() -> None:
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for line in path.read_text().splitlines():
+            if "uses:" not in line:
+                continue
+            action = line.split("uses:", 1)[1].strip()
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+(\.\d+)*", action), (
+                f"{path.name}: {action}"
+            )
+
+
+def test_releases_run_the_whole_suite_before_they_push() -> None:
+    for name, pusher in (("release.yml", "image"), ("release-chart.yml", "chart")):
+        jobs = workflow(name)["jobs"]
+        assert jobs[pusher]["needs"] == "test", name
+        assert [s["run"] for s in jobs["test"]["steps"] if "run" in s] == ["scripts/test"]
+
+
 def test_release_pushes_the_multi_arch_image_on_a_v_tag() -> None:
     flow = workflow("release.yml")
     assert flow["on"] == {"push": {"tags": ["v*"]}}
@@ -101,14 +122,56 @@ def test_release_pushes_the_multi_arch_image_on_a_v_tag() -> None:
     assert build["with"]["push"] is True
     meta = next(s for s in steps(flow) if s.get("uses", "").startswith("docker/metadata-action"))
     assert meta["with"]["images"] == "ownego/runpod-pool-controller"
-    assert "type=raw,value=latest" in meta["with"]["tags"]
     assert any(s.get("uses", "").startswith("docker/setup-qemu-action") for s in steps(flow))
+
+
+def test_latest_moves_only_for_a_release_never_for_a_prerelease() -> None:
+    flow = workflow("release.yml")
+    meta = next(s for s in steps(flow) if s.get("uses", "").startswith("docker/metadata-action"))
+    assert meta["with"]["flavor"] == "latest=false"  # no automatic latest
+    latest = [t for t in meta["with"]["tags"].splitlines() if "latest" in t]
+    assert latest == [
+        "type=raw,value=latest,enable=${{ steps.version.outputs.prerelease == 'false' }}"
+    ]
+    version = next(s for s in steps(flow) if s.get("id") == "version")["run"]
+    # A semver prerelease (0.3.0-rc.1) has a hyphen; the check classifies it so.
+    for tag, prerelease in (("0.3.0", "false"), ("0.3.0-rc.1", "true")):
+        script = version.split("case", 1)[1].split("esac", 1)[0]
+        result = subprocess.run(
+            ["bash", "-c", f'version={tag}; case{script}esac; echo "$prerelease"'],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert result.stdout.strip() == prerelease, tag
+
+
+def test_the_image_gets_a_syft_sbom_and_keyless_signatures() -> None:
+    flow = workflow("release.yml")
+    job = flow["jobs"]["image"]
+    assert job["permissions"]["id-token"] == "write"
+    sbom = next(s for s in job["steps"] if s.get("uses", "").startswith("anchore/sbom-action@"))
+    assert sbom["with"]["image"] == "${{ env.IMAGE }}@${{ steps.build.outputs.digest }}"
+    assert sbom["with"]["format"] == "spdx-json"
+    assert any(s.get("uses", "").startswith("sigstore/cosign-installer@") for s in job["steps"])
+    script = "\n".join(s.get("run", "") for s in job["steps"])
+    assert 'cosign sign --yes "$IMAGE@$DIGEST"' in script
+    assert "cosign attest --yes --type spdxjson --predicate sbom.spdx.json" in script
+    assert "--key" not in script  # keyless: the workflow's OIDC identity
+
+
+def test_the_chart_is_signed_keyless_by_the_digest_it_was_pushed_as() -> None:
+    job = workflow("release-chart.yml")["jobs"]["chart"]
+    assert job["permissions"]["id-token"] == "write"
+    script = "\n".join(s.get("run", "") for s in job["steps"])
+    assert 'cosign sign --yes "ghcr.io/ownego/charts/runpod-pool-controller@$digest"' in script
+    assert "--key" not in script
 
 
 def test_release_chart_pushes_to_the_registry_the_seed_installs_from() -> None:
     flow = workflow("release-chart.yml")
     assert flow["on"] == {"push": {"tags": ["chart-v*"]}}
-    assert flow["permissions"]["packages"] == "write"
+    assert flow["jobs"]["chart"]["permissions"]["packages"] == "write"
     scripts = "\n".join(s.get("run", "") for s in steps(flow))
     assert "helm package helm/runpod-pool-controller" in scripts
     assert "helm push dist/runpod-pool-controller-*.tgz oci://ghcr.io/ownego/charts" in scripts
