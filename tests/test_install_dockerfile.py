@@ -100,18 +100,18 @@ def test_the_lock_pins_every_runtime_dependency_with_hashes() -> None:
         if not line or line.startswith("#"):
             continue
         assert not line.startswith("-"), f"an option in the lock: {line}"
-        requirement, *hashes = line.split(" --hash=")
-        name, _, version = requirement.strip().partition("==")
-        assert version, f"not pinned: {requirement}"
+        pinned, *hashes = line.split(" --hash=")
+        name, _, version = pinned.strip().partition("==")
+        assert version, f"not pinned: {pinned}"
         assert hashes, name
         assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", h.strip()) for h in hashes), name
         pins[canonicalize_name(name)] = version
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     for text_requirement in declared:
-        requirement = Requirement(text_requirement)
-        name = canonicalize_name(requirement.name)
+        wanted = Requirement(text_requirement)
+        name = canonicalize_name(wanted.name)
         assert name in pins, f"{name} is a dependency but not in requirements.lock"
-        assert pins[name] in requirement.specifier, f"{name}=={pins[name]} breaks {requirement}"
+        assert pins[name] in wanted.specifier, f"{name}=={pins[name]} breaks {wanted}"
 
 
 def test_runs_as_a_numeric_non_root_user_with_rpp_run_as_entrypoint() -> None:
