@@ -74,10 +74,44 @@ def test_a_wired_slot_proxies_to_its_pod_with_host_sni_and_no_session_reuse() ->
     assert "proxy_ssl_server_name on;" in data["proxy.conf"]
     assert "proxy_ssl_session_reuse off;" in data["proxy.conf"]
     assert "proxy_read_timeout 2m;" in data["proxy.conf"]
-    assert "server 127.0.0.1:8082 max_fails=0;" in data["upstream.conf"]
+    # A lone server is never taken out nor retried on by nginx: no failure settings.
+    assert "    server 127.0.0.1:8082;\n" in data["upstream.conf"]
     assert "8081" not in data["upstream.conf"]
     assert "least_conn;" in data["upstream.conf"]
     assert wired_pods(data) == {8082: "abcdefgh123456"}
+
+
+def test_several_wired_slots_are_taken_out_on_one_failure_and_listed_again_as_backups() -> None:
+    data = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS["all wired"])
+    upstream = data["upstream.conf"]
+    directives = [
+        line.strip() for line in upstream.splitlines() if not line.strip().startswith("#")
+    ]
+    assert directives[:4] == [
+        "upstream rpp_inference_slots {",
+        "zone rpp_inference_slots 1m;",
+        "least_conn;",
+        "server 127.0.0.1:8081 max_fails=1 fail_timeout=10s;",
+    ]
+    for port in (8081, 8082, 8083, 8084):
+        assert f"server 127.0.0.1:{port} max_fails=1 fail_timeout=10s;" in directives
+        assert f"server 127.0.0.1:{port} backup max_fails=0;" in directives
+    # Every directive of the rendered files carries the comment that explains it.
+    for name in ("proxy.conf", "upstream.conf"):
+        lines = data[name].splitlines()
+        for at, line in enumerate(lines):
+            if line.strip().startswith(("proxy_", "zone", "least_conn")):
+                assert lines[at - 1].strip().startswith("#"), (name, line)
+
+
+def test_a_wired_slot_turns_its_pods_failures_into_a_dropped_connection() -> None:
+    data = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS["one wired"])
+    wired = next(b for b in data["servers.conf"].split("server {") if "listen 8082;" in b)
+    unwired = next(b for b in data["servers.conf"].split("server {") if "listen 8081;" in b)
+    assert "proxy_intercept_errors on;" in wired
+    assert "error_page 502 504 524 = @pod_failed;" in wired
+    assert "location @pod_failed {\n        return 444;\n    }" in wired
+    assert "@pod_failed" not in unwired
 
 
 def test_unwired_slots_answer_503_and_an_empty_pool_still_has_an_upstream() -> None:
@@ -171,9 +205,22 @@ def test_nginx_rejects_a_broken_slots_file(tmp_path: Path) -> None:
 
 
 class _Pod(BaseHTTPRequestHandler):
+    """RunPod's proxy in miniature: echoes the Host (and a POST's body), and answers 502
+    for pods whose id starts with "dead", as RunPod does for a pod whose service died."""
+
     def do_GET(self) -> None:
-        body = f"{self.server.pod_id} {self.headers['Host']}".encode()  # type: ignore[attr-defined]
-        self.send_response(200)
+        self._answer(b"")
+
+    def do_POST(self) -> None:
+        self._answer(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+
+    def _answer(self, sent: bytes) -> None:
+        host = self.headers["Host"]
+        self.server.hosts.append(host)  # type: ignore[attr-defined]
+        status, body = 200, f"{self.server.pod_id} {host}".encode() + sent  # type: ignore[attr-defined]
+        if host.startswith("dead"):
+            status, body = 502, b"502 Bad Gateway"
+        self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -187,9 +234,11 @@ def fake_proxy() -> Iterator[tuple[int, list[str]]]:
     """One local 'RunPod proxy' that answers with the Host it was asked for."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Pod)
     server.pod_id = "proxy"  # type: ignore[attr-defined]
+    hosts: list[str] = []
+    server.hosts = hosts  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield server.server_address[1], []
+    yield server.server_address[1], hosts
     server.shutdown()
     server.server_close()
 
@@ -227,3 +276,36 @@ def test_traffic_flows_through_wired_slots_and_unwired_slots_answer_503(
         assert direct.text == "proxy cccccccc333333-80.proxy.runpod.net"
     finally:
         nginx.stop()
+
+
+def test_a_post_whose_pod_failed_goes_to_another_slot_which_then_gets_the_traffic(
+    tmp_path: Path, fake_proxy: tuple[int, list[str]]
+) -> None:
+    proxy_port, hosts = fake_proxy
+    public = free_port_block(5)
+    spec = pool_spec(basePort=public + 1)
+    slots = {
+        public + 1: SlotTarget("aaaaaaaa111111", "EU-RO-1"),
+        public + 2: SlotTarget("deadbeef222222", "EU-RO-1"),
+    }
+    data = render_slots(
+        pool="inference",
+        spec=spec,
+        slots=slots,
+        proxy_url=f"http://127.0.0.1:{proxy_port}",
+        listen_host="127.0.0.1",
+    )
+    nginx = RunningNginx(write_config(tmp_path, data, public_port=public), public_port=public)
+    try:
+        answers = [
+            httpx.post(f"http://127.0.0.1:{public}/generate", content=f"prompt {i}", timeout=5)
+            for i in range(20)
+        ]
+    finally:
+        nginx.stop()
+    assert [a.status_code for a in answers] == [200] * 20
+    # Each POST reached a healthy pod with its body, after at most one try on the dead one.
+    good = "proxy aaaaaaaa111111-80.proxy.runpod.net"
+    assert [a.text for a in answers] == [f"{good}prompt {i}" for i in range(20)]
+    # One failure takes the dead slot out (for 10 s): least_conn no longer favours it.
+    assert sum(h.startswith("dead") for h in hosts) < 5

@@ -17,6 +17,15 @@ slot ports. The static config (examples/nginx.yaml) includes the three files bui
 - `upstream.conf`: the `upstream` the public server proxies to: the wired slot ports.
 - `servers.conf`: one server block per slot port; unwired slots answer 503.
 
+Failover (no client request fails that was not in flight on the failing pod): a wired
+slot turns its pod's failure (RunPod's 502 or 524, its own 504) into a dropped
+connection; the public server, which buffers each request and may resend a POST within
+a 2 s window (examples/nginx.yaml), retries it on another slot and counts the failure
+(`max_fails=1`), so the failing slot gets no new requests for `fail_timeout`. Every
+wired slot is listed again as a backup, so a short outage of every pod never turns into
+nginx's "no live upstreams". The controller unwires a failing pod itself (quarantine,
+rpp/machines/member.py); this only covers the seconds until it does.
+
 A fourth key, `slots.json`, is the same assignment as data (slot port -> pod id), for
 people and for tools; nginx does not read it. Nothing here is secret: no token, no env.
 """
@@ -35,6 +44,67 @@ from rpp.model.proxy_hosts import proxy_host
 from rpp.model.spec import RunPodPoolSpec
 
 INDEX = "slots.json"
+# How nginx takes a failing slot out (upstream.conf): one counted failure, for this long.
+MAX_FAILS = 1
+FAIL_TIMEOUT = "10s"
+# 256 slots listed twice (primary and backup) need 512k on nginx 1.22; 1m leaves room.
+ZONE_SIZE = "1m"
+
+# The http-level settings every slot shares; {timeout} is spec.nginx.readTimeout.
+_PROXY_CONF = (
+    "# Longest silence from a pod, per read (not per request): above its longest time to",
+    "# first byte. RunPod's CDN answers 524 after 100 s of silence anyway.",
+    "proxy_read_timeout {timeout};",
+    "# Longest stall while sending a request to a pod.",
+    "proxy_send_timeout {timeout};",
+    "# Connecting to RunPod's proxy (from a slot) or to a slot (from the public server).",
+    "proxy_connect_timeout 10s;",
+    "# HTTP/1.1 to upstreams: chunked answers (streams) pass through.",
+    "proxy_http_version 1.1;",
+    "# RunPod's proxy routes on SNI as well as Host; each slot names its pod.",
+    "proxy_ssl_server_name on;",
+    "# A reused TLS session can carry one pod's SNI to another pod's host.",
+    "proxy_ssl_session_reuse off;",
+    "# Pass each chunk on as it comes (streams): nothing is held back.",
+    "proxy_buffering off;",
+    "# Slots stream the body on to the pod; the public server buffers it for itself,",
+    "# because only a buffered POST can be sent to a second slot.",
+    "proxy_request_buffering off;",
+)
+
+_UNWIRED = """server {{
+    listen {listen};
+    # unwired
+    location / {{
+        return 503;
+    }}
+}}"""
+
+# A wired slot. The pod's failures never reach the public server as an answer: the slot
+# drops the connection instead, which nginx counts against the slot (max_fails) even when
+# it is too late to retry, whereas a 502 answer counts only when it is retried. An app's
+# own 500, 503 or 404 passes through with its body.
+_WIRED = """server {{
+    listen {listen};
+    # pod {pod} in {datacenter}
+    # Resolved per request (the static config's resolver): a pod not yet in DNS cannot
+    # keep nginx from starting, as a literal host would.
+    set $rpp_target "{url}";
+    location / {{
+        proxy_pass $rpp_target;
+        proxy_set_header Host {host};
+        proxy_ssl_name {host};
+        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+        # The pod's failure answers are handled below, never passed on.
+        proxy_intercept_errors on;
+        # 502 pod unreachable or cut off, 504 read timeout, 524 RunPod's CDN timeout.
+        error_page 502 504 524 = @pod_failed;
+    }}
+    # Close unanswered: the public server counts it against this slot, retries elsewhere.
+    location @pod_failed {{
+        return 444;
+    }}
+}}"""
 
 
 @dataclass(frozen=True)
@@ -81,57 +151,27 @@ def render_slots(
         )
     timeout = format_duration(spec.nginx.read_timeout)
     header = f"# Written by runpod-pool-controller for pool {pool}. Do not edit by hand.\n"
-    proxy = header + "".join(
-        f"{line}\n"
-        for line in (
-            f"proxy_read_timeout {timeout};",
-            f"proxy_send_timeout {timeout};",
-            "proxy_connect_timeout 10s;",
-            "proxy_http_version 1.1;",
-            # RunPod's proxy routes on SNI as well as Host; each slot names its pod.
-            "proxy_ssl_server_name on;",
-            # A reused TLS session can carry one pod's SNI to another pod's host.
-            "proxy_ssl_session_reuse off;",
-            "proxy_buffering off;",
-            "proxy_request_buffering off;",
-        )
-    )
     wired = [port for port in ports if port in slots]
-    upstream_lines = [f"upstream {upstream_name(pool)} {{", "    least_conn;"]
-    # max_fails=0: a slot is a local nginx server; pod health is the controller's job.
-    if wired:
-        upstream_lines += [f"    server 127.0.0.1:{port} max_fails=0;" for port in wired]
-    else:
-        # nginx refuses an empty upstream; the first slot is unwired and answers 503.
-        upstream_lines.append(f"    server 127.0.0.1:{ports[0]} max_fails=0;  # no pod wired")
-    upstream_lines.append("}")
-    upstream = header + "\n".join(upstream_lines) + "\n"
+    proxy = header + "\n".join(_PROXY_CONF).format(timeout=timeout) + "\n"
+    upstream = header + _upstream(upstream_name(pool), wired=wired, first=ports[0]) + "\n"
     blocks = []
     for port in ports:
-        target = slots.get(port)
         # Slot ports listen on every interface: Prometheus scrapes each pod through its
         # slot (the /sd/<pool> targets are <service>:<slot port>).
         listen = f"{listen_host}:{port}" if listen_host else str(port)
-        lines = ["server {", f"    listen {listen};"]
+        target = slots.get(port)
         if target is None:
-            lines += ["    # unwired", "    location / {", "        return 503;", "    }"]
+            blocks.append(_UNWIRED.format(listen=listen))
         else:
-            host = proxy_host(target.pod_id, spec.port)
-            lines += [
-                f"    # pod {target.pod_id} in {target.datacenter or 'unknown datacenter'}",
-                # Through a variable, so nginx resolves the host per request with the
-                # `resolver` of the static config; a literal would be resolved once at
-                # start-up, and a pod not yet in DNS would keep nginx from starting.
-                f'    set $rpp_target "{target_url(target.pod_id, spec.port, proxy_url)}";',
-                "    location / {",
-                "        proxy_pass $rpp_target;",
-                f"        proxy_set_header Host {host};",
-                f"        proxy_ssl_name {host};",
-                "        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
-                "    }",
-            ]
-        lines.append("}")
-        blocks.append("\n".join(lines))
+            blocks.append(
+                _WIRED.format(
+                    listen=listen,
+                    pod=target.pod_id,
+                    datacenter=target.datacenter or "unknown datacenter",
+                    url=target_url(target.pod_id, spec.port, proxy_url),
+                    host=proxy_host(target.pod_id, spec.port),
+                )
+            )
     servers = header + "\n".join(blocks) + "\n"
     index = {str(port): slots[port].pod_id for port in wired}
     return {
@@ -207,3 +247,42 @@ def slots_effect(
     if observed is None:
         return WriteSlots(slots=write.slots, data=write.data, create=True)
     return write
+
+
+def _upstream(name: str, *, wired: Sequence[int], first: int) -> str:
+    """upstream.conf: the wired slot ports the public server balances over."""
+    lines = [
+        f"upstream {name} {{",
+        "    # Failure marks and connection counts shared by every worker process.",
+        f"    zone {name} {ZONE_SIZE};",
+        "    # The fewest active requests first: a hung pod holds its requests open, so it",
+        "    # is sent few new ones.",
+        "    least_conn;",
+    ]
+    if not wired:
+        # nginx refuses an empty upstream; the first slot is unwired and answers 503.
+        lines += [
+            "    # No pod is wired: the first slot answers 503.",
+            f"    server 127.0.0.1:{first};",
+        ]
+    elif len(wired) == 1:
+        lines += [
+            "    # One slot: nginx never takes a lone server out, nor retries on it.",
+            f"    server 127.0.0.1:{wired[0]};",
+        ]
+    else:
+        lines.append(
+            f"    # One counted failure takes a slot out for {FAIL_TIMEOUT}; then one request"
+            " tries it again."
+        )
+        lines += [
+            f"    server 127.0.0.1:{port} max_fails={MAX_FAILS} fail_timeout={FAIL_TIMEOUT};"
+            for port in wired
+        ]
+        lines.append(
+            "    # When every slot is out, try them anyway rather than answer 502"
+            ' "no live upstreams".'
+        )
+        lines += [f"    server 127.0.0.1:{port} backup max_fails=0;" for port in wired]
+    lines.append("}")
+    return "\n".join(lines)
