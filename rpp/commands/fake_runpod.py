@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import socket
 import sys
 from pathlib import Path
@@ -21,11 +22,12 @@ import uvicorn
 
 from rpp.adapters.clock import Clock, SystemClock
 from rpp.model.documents import clip
-from rpp.sim.asgi_io import ASGIApp
+from rpp.sim.asgi_io import CUT_STREAM_LOG, ASGIApp
 from rpp.sim.cloud import FakePodInfo, PodServer, PodServerFactory
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.cloud_scenario import CloudScenario, ScenarioError, build_cloud, load_cloud_scenario
 from rpp.sim.inference import FakeInferencePod
+from rpp.sim.inference_work import WorkLog
 from rpp.sim.proxy import CDN_LIMIT_S, ProxyApp, route_by_host
 
 CLIP_LINE = 400  # an error line: the field's path and sentence, and a clipped value
@@ -86,18 +88,20 @@ def run(args: argparse.Namespace) -> int:
         print("rpp fake-runpod: give --certfile and --keyfile together", file=sys.stderr)
         return 2
     clock = SystemClock()
-    pods = _inference_pods(clock, latency_s=args.pod_latency)
+    work = WorkLog()
+    pods = _inference_pods(clock, work, latency_s=args.pod_latency)
     cloud = build_cloud(scenario, clock=clock, pod_server_factory=pods)
-    app = route_by_host(CloudApi(cloud), ProxyApp(cloud, limit_s=args.proxy_limit))
+    app = route_by_host(CloudApi(cloud, work_log=work), ProxyApp(cloud, limit_s=args.proxy_limit))
     tls = (args.certfile, args.keyfile) if args.certfile is not None else None
     return asyncio.run(_serve(app, host=args.host, port=args.port, tls=tls))
 
 
-def _inference_pods(clock: Clock, *, latency_s: float = 0.0) -> PodServerFactory:
+def _inference_pods(clock: Clock, work: WorkLog, *, latency_s: float = 0.0) -> PodServerFactory:
     """Every pod runs the fake inference service, its process starting when it boots.
 
     The metrics token is the pod's METRICS_TOKEN env value (the README's example key).
     `latency_s`: every answer (health, metrics, app) takes that long, as a far pod's would.
+    Every pod logs its work in `work` (GET /_fake/work).
     """
 
     def factory(info: FakePodInfo) -> PodServer:
@@ -106,12 +110,20 @@ def _inference_pods(clock: Clock, *, latency_s: float = 0.0) -> PodServerFactory
             clock=clock,
             process_start=info.started_at,
             metrics_token=info.env.get("METRICS_TOKEN"),
+            work_log=work,
         )
         if latency_s:
             pod.slow(latency_s)
         return pod
 
     return factory
+
+
+class _CutStreams(logging.Filter):
+    """A stream a failing pod cuts is the fake doing its job, not a server error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != CUT_STREAM_LOG
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -154,6 +166,7 @@ async def _serve(
         ssl_keyfile=str(tls[1]) if tls else None,
     )
     server = uvicorn.Server(config)
+    logging.getLogger("uvicorn.error").addFilter(_CutStreams())
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if sock.family == socket.AF_INET6 else bound_host
     url = f"{'https' if tls else 'http'}://{shown}:{bound_port}"

@@ -7,15 +7,17 @@ types, reading a request, and sending a JSON, problem+json or empty answer.
 
 The proxy and the pods behind it answer most of the simulator's requests (every
 probe, all app traffic), so they are written as responders instead: a `Request` in,
-a whole `Reply` out. `asgi_app` serves a responder over ASGI (uvicorn, tests), and
+a `Reply` out, whole or, for a streaming answer, as chunks after the headers (which
+may end in `StreamCut`: the connection is cut before the stream's end, as when a pod
+dies mid-stream). `asgi_app` serves a responder over ASGI (uvicorn, tests), and
 rpp/sim/in_process.py calls it straight from an httpx transport, which skips the
 ASGI messages for the requests that are most of a simulated loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
 from rpp.controller.asgi import ASGIApp as ASGIApp
@@ -50,14 +52,24 @@ class Request:
         return (self.header("host") or "").rsplit(":", 1)[0].lower()
 
 
+# What uvicorn logs when an app ends without its answer's end: a cut stream, on purpose.
+CUT_STREAM_LOG = "ASGI callable returned without completing response."
+
+
+class StreamCut(Exception):
+    """Raised by a streamed answer's chunks: cut the connection, the stream unfinished."""
+
+
 @dataclass(frozen=True)
 class Reply:
-    """One whole HTTP answer (the fakes' answers are small)."""
+    """One HTTP answer: whole (`body`), or streamed (`chunks`, sent chunked after the
+    headers; `body` is then unused)."""
 
     status: int
     body: bytes = b""
     content_type: str | None = "text/plain; charset=utf-8"
     headers: tuple[tuple[str, str], ...] = ()
+    chunks: AsyncIterator[bytes] | None = field(default=None, compare=False)
 
     @classmethod
     def text(cls, status: int, text: str) -> Reply:
@@ -68,9 +80,19 @@ Responder = Callable[[Request], Awaitable[Reply]]
 
 
 async def send_reply(send: Send, reply: Reply) -> None:
-    await send_bytes(
-        send, reply.status, reply.body, content_type=reply.content_type, headers=reply.headers
-    )
+    """Send the answer; a streamed one raises `StreamCut` when its chunks end in a cut."""
+    if reply.chunks is None:
+        await send_bytes(
+            send, reply.status, reply.body, content_type=reply.content_type, headers=reply.headers
+        )
+        return
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
+    if reply.content_type is not None:
+        headers.append((b"content-type", reply.content_type.encode("latin-1")))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    async for chunk in reply.chunks:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def asgi_app(respond: Responder) -> ASGIApp:
@@ -79,7 +101,10 @@ def asgi_app(respond: Responder) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if await reject_non_http(scope, receive, send):
             return
-        await send_reply(send, await respond(await read_request(scope, receive)))
+        try:
+            await send_reply(send, await respond(await read_request(scope, receive)))
+        except StreamCut:
+            return  # the server closes the connection: the client sees a cut stream
 
     return app
 

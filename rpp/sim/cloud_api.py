@@ -37,6 +37,7 @@ from rpp.sim.faults import (
     Slow,
     Timeout,
 )
+from rpp.sim.inference_work import WorkLog
 from rpp.sim.odd_answers import echo_detail, reshape, send_raw
 
 Answer = tuple[int, Any]  # (status, JSON body or None for an empty answer)
@@ -162,9 +163,12 @@ async def _hold(receive: io.Receive, seconds: float | None) -> bool:
 class CloudApi:
     """ASGI app: RunPod REST v2 + the GraphQL notice query over one `FakeCloud`."""
 
-    def __init__(self, cloud: FakeCloud, *, control: bool = True) -> None:
+    def __init__(
+        self, cloud: FakeCloud, *, control: bool = True, work_log: WorkLog | None = None
+    ) -> None:
         self.cloud = cloud
         self.control = control
+        self.work_log = work_log  # the pods' work, served at /_fake/work when given
 
     async def __call__(self, scope: io.Scope, receive: io.Receive, send: io.Send) -> None:
         if await io.reject_non_http(scope, receive, send):
@@ -173,7 +177,7 @@ class CloudApi:
         if self.control and request.path.startswith("/_fake/"):
             from rpp.sim.cloud_control import handle_control
 
-            await handle_control(self.cloud, request, send)
+            await handle_control(self.cloud, request, send, work_log=self.work_log)
             return
         route = self._route(request)
         if route is None:

@@ -14,9 +14,19 @@ part of RunPod's API, need no key, and the fake only listens on 127.0.0.1 by def
     POST   /_fake/pods/{id}/note         {"note": text or null}
     POST   /_fake/pods/{id}/maintenance  {"start", "end"?, "note"?}
     POST   /_fake/pods/{id}/crash        {"status": "ERROR" or "EXITED"}
+    POST   /_fake/pods/{id}/service      {"mode": "healthy", "dies", "hangs" or "fails",
+                                         "after": seconds (fails: each request fails so far in)}
     DELETE /_fake/pods/{id}              (terminated outside the API)
     GET    /_fake/calls                  {"calls": [[operation, method, path], ...]}
     DELETE /_fake/calls
+    GET    /_fake/work                   {"work": [every request the pods' apps started]}
+    DELETE /_fake/work
+
+The service modes are the fake inference pod's failure knobs (rpp/sim/inference.py):
+`dies` (RunPod's proxy answers 502 at once, while RunPod still lists the pod running),
+`hangs` (no answer until the CDN limit: 524), `fails` (each request, a probe too, fails
+`after` seconds into it: 502, or a cut stream). The work log (rpp/sim/inference_work.py)
+is what a serving harness joins with what its clients saw.
 """
 
 from __future__ import annotations
@@ -30,8 +40,10 @@ from rpp.model.observations import PodStatus
 from rpp.sim import asgi_io as io
 from rpp.sim.cloud import CloudError, FakeCloud
 from rpp.sim.faults import FaultError, fault_from_dict
+from rpp.sim.inference import FakeInferencePod
+from rpp.sim.inference_work import ServiceMode, WorkLog
 
-_POD = re.compile(r"^/_fake/pods/(?P<id>[^/]+)(?:/(?P<what>note|maintenance|crash))?$")
+_POD = re.compile(r"^/_fake/pods/(?P<id>[^/]+)(?:/(?P<what>note|maintenance|crash|service))?$")
 
 
 class ControlError(ValueError):
@@ -114,6 +126,8 @@ def _pod(cloud: FakeCloud, request: io.Request, pod_id: str, what: str | None) -
         cloud.remove_pod(pod_id)
         return {"removed": pod_id}
     body = _body(request)
+    if what == "service":
+        return _service(cloud, pod_id, body)
     if what == "note":
         cloud.set_machine_note(pod_id, body.get("note"))
     elif what == "maintenance":
@@ -128,7 +142,31 @@ def _pod(cloud: FakeCloud, request: io.Request, pod_id: str, what: str | None) -
     return {"ok": True}
 
 
-async def handle_control(cloud: FakeCloud, request: io.Request, send: io.Send) -> None:
+def _service(cloud: FakeCloud, pod_id: str, body: Mapping[str, Any]) -> Any:
+    server = cloud.get(pod_id).server
+    if not isinstance(server, FakeInferencePod):
+        raise ControlError(f"pod {pod_id} runs no fake inference service")
+    mode = _field(body, "mode", str)
+    if mode == ServiceMode.HEALTHY.value:
+        server.recover()
+    elif mode == ServiceMode.DIES.value:
+        server.die()
+    elif mode == ServiceMode.HANGS.value:
+        server.hang()
+    elif mode == ServiceMode.FAILS.value:
+        after = _field(body, "after", (int, float))
+        if after < 0:
+            raise ControlError("after must be 0 or more seconds")
+        server.fail_after(float(after))
+    else:
+        modes = ", ".join(m.value for m in ServiceMode)
+        raise ControlError(f"mode must be one of {modes}, got {mode!r}")
+    return {"pod": pod_id, "mode": mode}
+
+
+async def handle_control(
+    cloud: FakeCloud, request: io.Request, send: io.Send, *, work_log: WorkLog | None = None
+) -> None:
     path = request.path.rstrip("/")
     try:
         if path == "/_fake/faults" and request.method in ("POST", "DELETE"):
@@ -143,6 +181,11 @@ async def handle_control(cloud: FakeCloud, request: io.Request, send: io.Send) -
             answer = {"calls": [list(call) for call in cloud.calls]}
         elif path == "/_fake/calls" and request.method == "DELETE":
             cloud.calls.clear()
+            answer = {"ok": True}
+        elif path == "/_fake/work" and work_log is not None and request.method == "GET":
+            answer = {"work": work_log.as_json()}
+        elif path == "/_fake/work" and work_log is not None and request.method == "DELETE":
+            work_log.clear()
             answer = {"ok": True}
         elif (match := _POD.match(path)) is not None:
             answer = _pod(cloud, request, match["id"], match["what"])

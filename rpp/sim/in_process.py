@@ -11,12 +11,13 @@ fallback transport, the cloud API over `httpx.ASGITransport`.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from urllib.parse import parse_qs
 
 import httpx
 
 from rpp.model.proxy_hosts import PROXY_SUFFIX
-from rpp.sim.asgi_io import Request, Responder
+from rpp.sim.asgi_io import Request, Responder, StreamCut
 
 
 class InProcessTransport(httpx.AsyncBaseTransport):
@@ -34,6 +35,10 @@ class InProcessTransport(httpx.AsyncBaseTransport):
         headers = list(reply.headers)
         if reply.content_type is not None:
             headers.append(("content-type", reply.content_type))
+        if reply.chunks is not None:
+            return httpx.Response(
+                reply.status, headers=headers, stream=_Chunks(reply.chunks), request=request
+            )
         headers.append(("content-length", str(len(reply.body))))
         body = b"" if request.method == "HEAD" else reply.body
         # A stream, as a network transport returns: the caller reads it (`content=` would
@@ -55,3 +60,17 @@ async def _request(request: httpx.Request) -> Request:
         headers={k.lower(): v for k, v in request.headers.items()},
         body=await request.aread(),
     )
+
+
+class _Chunks(httpx.AsyncByteStream):
+    """A streamed answer; a cut stream reads as the peer closing, as over a network."""
+
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._chunks:
+                yield chunk
+        except StreamCut as cut:
+            raise httpx.RemoteProtocolError(f"peer closed the connection: {cut}") from None

@@ -10,7 +10,9 @@ real pod shows them:
 - the metrics path answers Prometheus text from the pod's own prometheus_client
   registry: `process_start_time_seconds`, `*_created` samples, a request latency
   histogram, a request counter, a 5xx counter and a queue gauge;
-- the app path (`/generate`, `/`) serves "requests" with a configurable latency.
+- the app paths serve inference-shaped work (rpp/sim/inference_work.py): `/generate`
+  (and `/`) a whole JSON answer after the request's own `seconds` or the pod's latency,
+  `/stream` server-sent events; each piece of work goes into the shared `WorkLog`.
 
 Time comes from the injected `Clock` (process start, `*_created`) and from the running
 event loop (`asyncio.sleep`, latency measurement), so a virtual-time loop skips the
@@ -19,12 +21,15 @@ rewrites those samples to the pod's process start, which is what a restarted pro
 would show and what restart detection reads.
 
 Knobs: `die()` (the service stops; behind the proxy that is a 502), `hang()` (requests
-never answer until released), `slow(s)` (every answer takes s seconds), `errors(ratio)`
-(that share of app requests answers 500, deterministic from the seed), `restart(now)`
-(a new process: new start time, counters reset), `stop()` (the pod was stopped or
-terminated), `recover()` (clears die, hang, slow and errors). `run_image(behaviour)` is
-the fake cloud saying which image the container runs: that image's error share and
-latency hold until the next one, and an image that fails to start never serves.
+never answer until released), `fail_after(s)` (every request fails s seconds into it),
+`slow(s)` (every answer takes s seconds longer), `errors(ratio)` (that share of app
+requests answers 500, deterministic from the seed), `restart(now)` (a new process: new
+start time, counters reset), `stop()` (the pod was stopped or terminated), `recover()`
+(clears die, hang, fail_after, slow and errors). die, hang and fail_after reach the
+requests in flight at once, as a crashing process takes its requests with it.
+`run_image(behaviour)` is the fake cloud saying which image the container runs: that
+image's error share and latency hold until the next one, and an image that fails to
+start never serves.
 """
 
 from __future__ import annotations
@@ -42,6 +47,18 @@ from prometheus_client.registry import Collector
 from rpp.adapters.clock import Clock
 from rpp.sim.asgi_io import Receive, Reply, Request, Scope, Send, asgi_app
 from rpp.sim.cloud_model import ImageBehaviour
+from rpp.sim.inference_work import (
+    STREAM_PATH,
+    ServiceMode,
+    Work,
+    WorkFailed,
+    WorkLog,
+    WorkRecord,
+    answer,
+    read_order,
+    stream_events,
+    wake_all,
+)
 
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text format
 APP_PATHS = frozenset({"/", "/generate"})
@@ -101,6 +118,7 @@ class FakeInferencePod:
         health_path: str = "/health",
         metrics_path: str = "/metrics",
         token_param: str = "token",
+        work_log: WorkLog | None = None,
     ) -> None:
         if latency_s < 0:
             raise ValueError(f"latency_s must be >= 0 seconds, got {latency_s}")
@@ -116,15 +134,17 @@ class FakeInferencePod:
         self._exposed = CollectorRegistry()
         self._exposed.register(_StartStampedCollector(self))
         self._asgi = asgi_app(self.respond)
-        self._dead = False
-        self._hanging = False
+        self._clock = clock
+        self._work_log = work_log
+        self._mode = ServiceMode.HEALTHY
+        self._fail_after_s = 0.0
         self._slow_s = 0.0
         self._error_ratio = 0.0
         self._image = ImageBehaviour()
         # Error credit starts at a seed-dependent phase, so pods with different seeds
         # fail different requests but every pod fails exactly its share over time.
         self._error_credit = random.Random(seed).random()
-        self._hung: set[asyncio.Future[None]] = set()
+        self._works: set[Work] = set()  # requests in flight, woken on every knob turn
 
     def __repr__(self) -> str:  # the token stays out of logs
         return f"FakeInferencePod(pod_id={self.pod_id!r}, serving={self.is_serving})"
@@ -134,14 +154,26 @@ class FakeInferencePod:
     @property
     def is_serving(self) -> bool:
         """False once the service died or the pod stopped: the proxy answers 502."""
-        return not self._dead
+        return self._mode is not ServiceMode.DIES
+
+    @property
+    def mode(self) -> ServiceMode:
+        return self._mode
 
     def die(self) -> None:
-        self._dead = True
-        self._release_hung()
+        """The service dies: 502 at once, for new requests and those in flight."""
+        self._set_mode(ServiceMode.DIES)
 
     def hang(self) -> None:
-        self._hanging = True
+        """Nothing answers, new requests nor those in flight, until another knob turns."""
+        self._set_mode(ServiceMode.HANGS)
+
+    def fail_after(self, seconds: float) -> None:
+        """Every request fails `seconds` into it (502, or a cut stream); in flight: at once."""
+        if seconds < 0:
+            raise ValueError(f"fail_after() needs seconds >= 0, got {seconds}")
+        self._fail_after_s = seconds
+        self._set_mode(ServiceMode.FAILS)
 
     def slow(self, latency_s: float) -> None:
         if latency_s < 0:
@@ -164,26 +196,24 @@ class FakeInferencePod:
         self.process_start = now
         self._metrics = _ProcessMetrics()
         self._page = None
-        self._dead = False
-        self._hanging = False
-        self._release_hung()
+        self._set_mode(ServiceMode.HEALTHY)
 
     def stop(self) -> None:
         """The pod was stopped or terminated; `restart(now)` brings it back."""
         self.die()
 
     def recover(self) -> None:
-        self._dead = False
-        self._hanging = False
         self._slow_s = 0.0
         self._error_ratio = 0.0
-        self._release_hung()
+        self._set_mode(ServiceMode.HEALTHY)
 
-    def _release_hung(self) -> None:
+    def _set_mode(self, mode: ServiceMode) -> None:
+        self._mode = mode
         # Knobs may be turned from another thread than the one serving (tests do).
-        for waiter in list(self._hung):
-            waiter.get_loop().call_soon_threadsafe(_finish, waiter)
-        self._hung.clear()
+        wake_all(self._works)
+
+    def _service(self) -> tuple[ServiceMode, float]:
+        return self._mode, self._fail_after_s
 
     # -- serving -----------------------------------------------------------------------
 
@@ -210,21 +240,24 @@ class FakeInferencePod:
         """One request to the pod's service (what the proxy forwards)."""
         if not self.is_serving:
             return _NOT_RUNNING
-        if self._hanging:
-            waiter = asyncio.get_running_loop().create_future()
-            self._hung.add(waiter)
-            await waiter  # until recover(), restart(), die() or the client gives up
-            if not self.is_serving:
-                return _NOT_RUNNING
-        if self._slow_s:
-            await asyncio.sleep(self._slow_s)
         path = request.path
+        if path in APP_PATHS or path == STREAM_PATH:
+            return await self._serve_work(request)
+        if self._mode is not ServiceMode.HEALTHY or self._slow_s:
+            # Probes suffer the same failure modes as the app, but are no logged work.
+            record = WorkRecord(None, self.pod_id, "probe", started=0.0)
+            work = Work(record=record, mode=self._service, clock=self._clock)
+            self._works.add(work)
+            try:
+                await work.run_for(self._slow_s, failure=WorkFailed)
+            except WorkFailed:
+                return _NOT_RUNNING
+            finally:
+                self._works.discard(work)
         if path == self.health_path:
             return _OK
         if path == self.metrics_path:
             return self._serve_metrics(request)
-        if path in APP_PATHS:
-            return await self._serve_request()
         return Reply(404, b"not found\n", content_type="text/plain")
 
     def _serve_metrics(self, request: Request) -> Reply:
@@ -236,29 +269,59 @@ class FakeInferencePod:
                 return Reply(403, b"metrics token rejected\n", content_type="text/plain")
         return Reply(200, self.metrics_text(), content_type=METRICS_TYPE)
 
-    async def _serve_request(self) -> Reply:
+    async def _serve_work(self, request: Request) -> Reply:
+        """An app request: generate (a whole answer) or stream (events); logged as work."""
+        latency = self.latency_s if self._image.latency_s is None else self._image.latency_s
+        order = read_order(request, default_s=latency)
+        record = WorkRecord(
+            request_id=request.header("x-request-id"),
+            pod_id=self.pod_id,
+            kind=order.kind,
+            started=self._clock.now().timestamp(),
+            body_bytes=len(request.body),
+        )
+        if self._work_log is not None:
+            self._work_log.start(record)
+        work = Work(record=record, mode=self._service, clock=self._clock)
+        self._works.add(work)
         metrics = self._metrics
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = asyncio.get_running_loop().time()
         self._page = None
         metrics.queue.inc()
-        latency = self.latency_s if self._image.latency_s is None else self._image.latency_s
+        if order.kind == "stream":
+            return Reply(
+                200,
+                content_type="text/event-stream",
+                headers=(("x-pod", self.pod_id),),
+                chunks=stream_events(
+                    work, order, done=lambda outcome: self._done(work, outcome, started)
+                ),
+            )
+        outcome = "client-gone"  # cancelled: the client (the proxy, nginx) went away
         try:
-            if latency:
-                await asyncio.sleep(latency)
-            self._error_credit += max(self._error_ratio, self._image.error_ratio)
-            failed = self._error_credit >= 1.0
-            if failed:
-                self._error_credit -= 1.0
+            await work.run_for(self._slow_s + order.seconds, failure=WorkFailed)
+            outcome = "ok"
+        except WorkFailed:
+            outcome = "failed"
+            return _NOT_RUNNING
         finally:
-            metrics.queue.dec()
-        self._page = None
-        metrics.requests.inc()
-        metrics.duration.observe(loop.time() - started)
-        if failed:
+            self._done(work, outcome, started)
+        self._error_credit += max(self._error_ratio, self._image.error_ratio)
+        if self._error_credit >= 1.0:
+            self._error_credit -= 1.0
             metrics.errors.inc()
             return Reply(500, b"inference failed\n", content_type="text/plain")
-        return Reply(200, b'{"output": "ok"}\n', content_type="application/json")
+        return answer(work, order, self.pod_id)
+
+    def _done(self, work: Work, outcome: str, started: float) -> None:
+        """Work ended (any way): out of the queue, counted, logged."""
+        self._works.discard(work)
+        work.finish(outcome)
+        metrics = self._metrics
+        self._page = None
+        metrics.queue.dec()
+        metrics.requests.inc()
+        metrics.duration.observe(asyncio.get_running_loop().time() - started)
 
 
 class HostRouter:
@@ -296,8 +359,3 @@ def pod_id_from_host(host: str, *, port: int) -> str | None:
 
 _OK = Reply(200, b"ok\n", content_type="text/plain")
 _NOT_RUNNING = Reply(502, b"service is not running\n", content_type="text/plain")
-
-
-def _finish(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)

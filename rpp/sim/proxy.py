@@ -13,15 +13,19 @@ what they would see on RunPod:
   on the event loop's clock, so the simulator's virtual time drives it too;
 - no such pod: 404.
 
-The service answers whole (`respond` returns one `Reply`), so a 524 never follows a
-half-sent answer; inference answers are small enough for that. The simulator's
-transport (rpp/sim/in_process.py) calls `respond` directly; over HTTP it is ASGI.
+A streamed answer (server-sent events) passes through chunk by chunk; when the service
+stays silent longer than the CDN's limit after its headers, the stream is cut, as
+RunPod's CDN does, and a stream the service cuts (its pod died) is cut here too. The
+simulator's transport (rpp/sim/in_process.py) calls `respond` directly; over HTTP it is
+ASGI.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
+from collections.abc import AsyncIterator
 
 from rpp.model.observations import PodStatus
 from rpp.model.proxy_hosts import PROXY_SUFFIX
@@ -58,11 +62,32 @@ class ProxyApp:
             return io.Reply.text(502, "502 Bad Gateway: the pod's service is not running\n")
         try:
             async with asyncio.timeout(self.limit_s):
-                return await server.respond(request)
+                reply = await server.respond(request)
         except TimeoutError:
             return io.Reply.text(524, "524: the origin did not answer in time\n")
         except Exception:  # a service that crashed or is not listening: the CDN sees 502
             return io.Reply.text(502, "502 Bad Gateway: the pod's service is down\n")
+        if reply.chunks is None:
+            return reply
+        return dataclasses.replace(reply, chunks=_until_silent(reply.chunks, self.limit_s))
+
+
+async def _until_silent(chunks: AsyncIterator[bytes], limit_s: float) -> AsyncIterator[bytes]:
+    """The stream's chunks, cut when the service is silent for longer than the CDN allows."""
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(limit_s):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise io.StreamCut(f"no byte for {limit_s:g}s") from None
+            yield chunk
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
 
 
 def route_by_host(api: io.ASGIApp, proxy: io.ASGIApp) -> io.ASGIApp:
