@@ -57,6 +57,7 @@ def test_the_where_table_covers_every_rule_a_newcomer_asks_about() -> None:
         "errorrate",
         "hostnotice",
         "surge-first",
+        "quarantine",
         "placement",
         "caps",
         "rolling update",

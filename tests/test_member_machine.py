@@ -33,6 +33,7 @@ from rpp.model.members import (
     MemberRecord,
     Phase,
     ProbeRecord,
+    Quarantine,
     UpdateProgress,
     UpdateStep,
 )
@@ -65,6 +66,25 @@ def probe(passed: bool = True, process_start: float | None = 100.0) -> ProbeResu
         error=None if passed else "health: connection refused",
         process_start=process_start,
     )
+
+
+def hard_probe() -> ProbeResult:
+    """A probe RunPod's proxy answered 502: the pod's service is down."""
+    return ProbeResult(
+        passed=False,
+        health_ok=False,
+        metrics_ok=False,
+        health_latency_s=0.01,
+        metrics_latency_s=0.01,
+        error="health /health: HTTP 502; metrics /metrics: HTTP 502",
+        hard_failure=True,
+    )
+
+
+QUARANTINED: dict[str, Any] = {
+    "slot": None,
+    "quarantine": Quarantine(since=T0, reason="health /health: HTTP 502"),
+}
 
 
 def last_probe(process_start: float) -> ProbeRecord:
@@ -194,6 +214,20 @@ FIRES = {
     "Ready->Flagged rule_due, not pool-wide": Case(
         "Ready", "Flagged", (RecordEvent,), signals=SLOW_DUE, after=600
     ),
+    "Ready->Ready failing_hard, wired, not last, not pool-wide (quarantined)": Case(
+        "Ready",
+        "Ready",
+        (Unwire, RecordEvent),
+        record={"hard_failures": 1},
+        signals={"probe": hard_probe()},
+    ),
+    "Ready->Ready quarantined, passes_in_a_row, slot_offered (released)": Case(
+        "Ready",
+        "Ready",
+        (Wire, RecordEvent),
+        record=QUARANTINED | {"pass_streak": 2},
+        signals={"probe": probe(), "offered_slot": 2},
+    ),
     "Ready->Draining drain scale-down": Case(
         "Ready", "Draining", (Unwire,), event="drain", reason="scale-down"
     ),
@@ -315,6 +349,34 @@ BLOCKED = {
     ),
     "Ready->Flagged nothing to unwire: unreachable due but not wired": Case(
         "Ready", "Flagged", (RecordEvent,), record={"slot": None}, signals=UNREACHABLE_DUE
+    ),
+    "Ready stays wired: one hard failure": Case("Ready", "Ready", signals={"probe": hard_probe()}),
+    "Ready stays wired: a failure that is not hard (a timeout) resets the count": Case(
+        "Ready", "Ready", record={"hard_failures": 1}, signals={"probe": probe(False)}
+    ),
+    "Ready stays wired: failing hard but the last wired": Case(
+        "Ready",
+        "Ready",
+        record={"hard_failures": 1},
+        signals={"probe": hard_probe(), "last_wired": True},
+    ),
+    "Ready stays wired: failing hard but pool-wide": Case(
+        "Ready",
+        "Ready",
+        record={"hard_failures": 1},
+        signals={"probe": hard_probe(), "pool_wide": True},
+    ),
+    "Ready stays out: quarantined, only 2 passes": Case(
+        "Ready", "Ready", record=QUARANTINED | {"pass_streak": 1}, signals={"probe": probe()}
+    ),
+    "Ready stays out: quarantined and passing, no slot offered": Case(
+        "Ready", "Ready", record=QUARANTINED | {"pass_streak": 2}, signals={"probe": probe()}
+    ),
+    "Ready stays wired: passing, not quarantined": Case(
+        "Ready", "Ready", record={"pass_streak": 2}, signals={"probe": probe(), "offered_slot": 2}
+    ),
+    "Ready->Flagged from quarantine: a rule due, nothing to unwire": Case(
+        "Ready", "Flagged", (RecordEvent,), record=QUARANTINED, signals=UNREACHABLE_DUE
     ),
     "Flagged stays wired: last wired": Case(
         "Flagged", "Flagged", signals=UNREACHABLE_DUE | {"last_wired": True}

@@ -130,15 +130,20 @@ def test_every_example_scenario_is_tested_here() -> None:
     assert {p.stem for p in SCENARIOS.glob("*.yaml")} == tested
 
 
-def test_a_pod_dies_it_is_unwired_replaced_then_terminated(stories: Any) -> None:
+def test_a_pod_dies_it_is_quarantined_at_once_replaced_on_the_rule_then_terminated(
+    stories: Any,
+) -> None:
     s = stories("pod-dies")
     victim = s.pod(2)
     fault = s.first("cloud", kind="fault", pod=victim)
     assert fault["t"] == 1200
 
+    quarantined = s.transition(victim, "Ready", to="Ready")
+    assert quarantined["t"] <= 1200 + 60  # its second failed probe, 30 s apart
+    assert "its last 2 probes failed hard" in quarantined["reason"]
+    assert victim not in s.loops(quarantined["t"])[0]["wired"]  # out of nginx at once
     flagged = s.transition(victim, "Ready", to="Flagged")
     assert 1200 + 120 <= flagged["t"] <= 1200 + 150  # the Unreachable rule's 2 minutes
-    assert victim not in s.loops(flagged["t"])[0]["wired"]  # unwired at once: nginx skips it
     replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
 
 

@@ -26,6 +26,7 @@ from rpp.model.members import (
     MemberRecord,
     Phase,
     ProbeRecord,
+    Quarantine,
     UpdateProgress,
     UpdateStep,
 )
@@ -77,6 +78,8 @@ def full_member(index: int) -> MemberRecord:
             process_start=1767225600.25,
         ),
         pass_streak=2,
+        hard_failures=1,
+        quarantine=Quarantine(since=at(160), reason="health /health: HTTP 502"),
         breaches={"Unreachable": at(150), "SlowScrape": at(120), "ErrorRate": at(130)},
         flagged_rule="SlowScrape",
         flagged_reason="metrics probe took 2.50s (limit 2s) (breached 600s of 600s)",
@@ -199,7 +202,7 @@ class TestRoundTrip:
             "podId", "name", "phase", "since", "slot", "datacenter", "gpuType", "image",
             "costPerHr", "createdAt", "lastProbe", "passStreak", "breaches", "flaggedRule",
             "flaggedReason", "replacementFor", "replacedBy", "drainReason", "update",
-            "terminateRequestedAt", "missingLoops", "adopted",
+            "terminateRequestedAt", "missingLoops", "adopted", "hardFailures", "quarantine",
         }  # fmt: skip
         assert stored["since"] == "2026-01-01T00:01:41Z"
         assert list(stored["breaches"]) == ["ErrorRate", "SlowScrape", "Unreachable"]
@@ -232,7 +235,11 @@ class TestRoundTrip:
         assert repr(again.cost_per_hour) == repr(cost)
 
     def test_fifty_members_with_every_field_set_serialize_under_64_kib(self) -> None:
+        # Every field a member holds at once: a quarantine only while Ready, an update
+        # only while Draining or Updating.
         stored = full_status(50).stored()
+        for member in stored["members"]:
+            del member["quarantine"]
         members = json.dumps(stored["members"], separators=(",", ":"))
         assert len(members.encode()) < 64 * 1024, len(members)
 

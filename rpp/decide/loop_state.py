@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from rpp.decide.conditions import Conditions
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSettings, MemberSignals
-from rpp.model.effects import Effect, RecordEvent
+from rpp.model.effects import Effect, RecordEvent, Unwire, Wire
 from rpp.model.members import MemberRecord, Phase
 from rpp.model.observations import PoolObservation, RunPodPod
 from rpp.model.records import HistoryEntry
@@ -92,9 +92,11 @@ class LoopState:
         return step.record
 
     def transition(self, before: MemberRecord, step: member_step.MemberStep) -> None:
-        """Note a phase change, with the machine's own words for why."""
+        """Note a phase change, with the machine's own words for why; and a move within
+        a phase that changes what nginx serves (quarantine, its release, an unwire)."""
         after = step.record
-        if after.phase == before.phase:
+        rewired = any(isinstance(e, Wire | Unwire) for e in step.effects)
+        if after.phase == before.phase and not (step.moves and rewired):
             return
         said = [e.message for e in step.effects if isinstance(e, RecordEvent)]
         done = [e.describe() for e in step.effects if not isinstance(e, RecordEvent)]

@@ -219,7 +219,7 @@ def _drive_members(
             reasons={} if verdict is None else verdict.reasons,
             pool_wide=health.pool_wide,
             last_wired=not others_wired,
-            offered_slot=free[0] if free and m.phase in (Phase.WARMING, Phase.UPDATING) else None,
+            offered_slot=free[0] if free and _may_be_wired(m) else None,
             update_refused=bool(m.update and m.update.refused),
             canary=m.pod_id == new_canary,
             canary_failure=canary.failure if canary and canary.pod_id == m.pod_id else None,
@@ -235,6 +235,11 @@ def _drive_members(
         if loop.spec.mode is Mode.MANAGE or not acts:
             loop.transition(m, step)
     return planned, real
+
+
+def _may_be_wired(member: MemberRecord) -> bool:
+    """A warming, updating or quarantined member is offered a free slot (once it passes)."""
+    return member.phase in (Phase.WARMING, Phase.UPDATING) or member.quarantine is not None
 
 
 def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:

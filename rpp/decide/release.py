@@ -100,8 +100,10 @@ def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
     if release.phase not in (RolloutPhase.CANARY, RolloutPhase.BAKING):
         return None
     canary = status.member(release.canary)
-    if canary is None or canary.phase != Phase.READY or canary.slot is None:
+    if canary is None or canary.phase != Phase.READY:
         return None
+    if canary.slot is None and canary.quarantine is None:
+        return None  # not serving yet; a quarantined canary still bakes, and fails
     if canary.image != target or canary.update is not None:
         return None
     settings = loop.spec.rollout.canary

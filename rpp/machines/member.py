@@ -19,6 +19,14 @@ would be. The pool drives the machine through rpp/machines/member_step.py, which
 turns an order that moved nothing (sent to a member in the wrong phase, a bug in the
 pool) into a `ValueError`.
 
+Quarantine: a wired Ready member whose last 2 probes failed hard (no connection, or
+RunPod's proxy answering 502, 503 or "pod not found") leaves nginx at once (Ready ->
+Ready, `quarantine`), not after the Unreachable rule's duration, unless it is the last
+wired pod or the whole pool is degraded; it goes back into a free slot after 3 passing
+probes (`release`). It stays Ready and counts toward the pool's size, so its
+replacement still waits for a rule's full duration (Ready -> Flagged), which ends the
+quarantine: from then on the replacement takes its place.
+
 `StateMachine` (not `StateChart`) on purpose: it writes the phase once per transition
 and lets action exceptions propagate, so a failed decision never half-persists. Only
 `allow_event_without_transition` is set as `StateChart` has it.
@@ -34,7 +42,7 @@ from statemachine import State, StateMachine
 from rpp.machines.member_update import UpdateCallbacks
 from rpp.machines.member_view import MemberView, Move
 from rpp.machines.signals import UNREACHABLE, MemberSignals
-from rpp.model.members import DrainReason, MemberRecord, Phase, UpdateProgress
+from rpp.model.members import DrainReason, MemberRecord, Phase, Quarantine, UpdateProgress
 
 
 def _elapsed(since: dt.datetime | None, now: dt.datetime) -> float:
@@ -73,6 +81,13 @@ class MemberMachine(UpdateCallbacks, StateMachine):
             on=["flag", "unwire_unreachable"],
         )
         | ready.to(flagged, cond="rule_due", unless="pool_wide", on="flag")
+        | ready.to(
+            ready,
+            cond=["failing_hard", "wired"],
+            unless=["last_wired", "pool_wide"],
+            on="quarantine",
+        )
+        | ready.to(ready, cond=["quarantined", "passes_in_a_row", "slot_offered"], on="release")
         | flagged.to(
             flagged,
             cond=["unreachable_due", "wired"],
@@ -177,6 +192,14 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         """every Ready pod is degraded (PoolWideDegradation)"""
         return signals.pool_wide
 
+    def failing_hard(self, signals: MemberSignals) -> bool:
+        """its last 2 probes failed hard (no connection; RunPod's 502, 503 or pod not found)"""
+        return self.view.current.hard_failures >= signals.settings.hard_failures_to_quarantine
+
+    def quarantined(self) -> bool:
+        """it is quarantined"""
+        return self.view.current.quarantine is not None
+
     def drain_elapsed(self, signals: MemberSignals, now: dt.datetime) -> bool:
         """drain.period elapsed since it was unwired"""
         return _elapsed(self.view.current.since, now) >= signals.settings.drain_period_s
@@ -242,6 +265,38 @@ class MemberMachine(UpdateCallbacks, StateMachine):
             "Warning", "PodFlagged", f"pod {record.pod_id} ({record.name}): {rule}: {reason}"
         )
 
+    def quarantine(self, now: dt.datetime) -> None:
+        """Unwire; Event PodQuarantined
+
+        Out of nginx at once, without waiting for the Unreachable rule's duration:
+        nginx skips a failing slot only for seconds, and each time it tries the slot
+        again a request pays for it. The rules go on judging it (replacement).
+        """
+        record = self.view.current
+        probe = record.last_probe
+        reason = (probe.error if probe else None) or "probes failed hard"
+        self._unwire("quarantined: its probes failed hard")
+        self.view.change(quarantine=Quarantine(since=now, reason=reason))
+        self._event(
+            "Warning",
+            "PodQuarantined",
+            f"pod {record.pod_id} ({record.name}) is out of nginx: its last "
+            f"{record.hard_failures} probes failed hard ({reason}); it goes back once "
+            "it passes again",
+        )
+
+    def release(self, signals: MemberSignals) -> None:
+        """Wire(slot); Event PodReleased"""
+        record = self.view.current
+        self._wire(signals.offered_slot)
+        self.view.change(quarantine=None)
+        self._event(
+            "Normal",
+            "PodReleased",
+            f"pod {record.pod_id} ({record.name}) passed {record.pass_streak} probes in a "
+            "row and is back in nginx",
+        )
+
     def unwire_unreachable(self) -> None:
         """Unwire"""
         self._unwire("unreachable")
@@ -290,4 +345,7 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         self._terminate("still listed after terminate", now=now, cooldown=False)
 
     def after_transition(self, event: str, source: State, target: State, now: dt.datetime) -> None:
+        if target.value != Phase.READY and self.view.current.quarantine is not None:
+            # Flagged, drained or gone: that now says why it is out of nginx.
+            self.view.change(quarantine=None)
         self.view.moved(Move(event=str(event), source=source.value, target=target.value), now)

@@ -8,9 +8,10 @@ only reads their verdict. Its guards read only these signals, the member record 
 `now`, so they are pure.
 
 `refresh` is the bookkeeping that turns this loop's facts into the record's memory
-before the machine decides anything: the probe pass streak, the health rules' breach
-starts, the loops in a row RunPod did not list the pod, and the fields RunPod
-reports (image, cost, datacenter), unless RunPod's answer for the pod did not read.
+before the machine decides anything: the probe pass streak, the probes in a row that
+failed hard (quarantine), the health rules' breach starts, the loops in a row RunPod
+did not list the pod, and the fields RunPod reports (image, cost, datacenter), unless
+RunPod's answer for the pod did not read.
 Each call is one loop: the driver (rpp/machines/member_step.py `observe`) calls it
 once before the machine runs.
 """
@@ -46,6 +47,7 @@ class MemberSettings:
     terminate_retry_s: float = 300.0
     passes_needed: int = 3
     missing_loops_to_gone: int = 2
+    hard_failures_to_quarantine: int = 2
 
     def __post_init__(self) -> None:
         for name in (
@@ -57,8 +59,9 @@ class MemberSettings:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"MemberSettings.{name} must be 0 or more")
-        if self.passes_needed < 1 or self.missing_loops_to_gone < 1:
-            raise ValueError("MemberSettings passes_needed and missing_loops_to_gone must be >= 1")
+        counts = ("passes_needed", "missing_loops_to_gone", "hard_failures_to_quarantine")
+        if any(getattr(self, name) < 1 for name in counts):
+            raise ValueError(f"MemberSettings {', '.join(counts)} must be >= 1")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +126,7 @@ def refresh(record: MemberRecord, signals: MemberSignals, now: dt.datetime) -> M
             record, passed=probe.passed, process_start=probe.process_start
         )
         changes["pass_streak"] = record.pass_streak + 1 if counts else 0
+        changes["hard_failures"] = record.hard_failures + 1 if probe.hard_failure else 0
         changes["last_probe"] = ProbeRecord(
             at=at,
             passed=probe.passed,

@@ -90,6 +90,17 @@ class UpdateProgress(StatusModel):
         return self.from_image if self.rollback else self.to_image
 
 
+class Quarantine(StatusModel):
+    """Why a Ready member is out of nginx for now (`quarantine`): its probes failed hard.
+
+    It is put back in a free slot once 3 probes in a row pass. The health rules keep
+    judging it meanwhile, so it is flagged and replaced on their durations as before.
+    """
+
+    since: Timestamp
+    reason: str
+
+
 class MemberRecord(StatusModel):
     """One RunPod pod of the pool, as the pool remembers it between loops."""
 
@@ -105,6 +116,9 @@ class MemberRecord(StatusModel):
     created_at: Timestamp | None = None
     last_probe: ProbeRecord | None = None
     pass_streak: Whole = 0
+    # probes in a row that failed hard (no connection, 502, 503, pod not found); 0 is left out
+    hard_failures: Whole = Field(default=0, exclude_if=lambda count: count == 0)
+    quarantine: Quarantine | None = None  # out of nginx since its probes failed hard
     # rule -> breach start; an empty map is left out of storage
     breaches: Annotated[Mapping[str, Timestamp], SORTED_KEYS] = Field(
         default_factory=dict, exclude_if=lambda breaches: not breaches

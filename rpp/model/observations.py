@@ -95,6 +95,9 @@ class ProbeResult:
     path answered 200 and the metrics path answered 200 (and carried the required
     metric, when the pool names one). `error` is a short human text and never contains
     the metrics token. Latencies are seconds; None when that request did not complete.
+    `hard_failure` is True when a request failed the way only a broken pod does: no
+    connection, or RunPod's proxy answering 502, 503 or "pod not found" (a slow or
+    wrong answer is no hard failure); two in a row quarantine a wired pod.
     """
 
     passed: bool
@@ -104,6 +107,7 @@ class ProbeResult:
     metrics_latency_s: float | None
     error: str | None = None
     process_start: float | None = None  # epoch seconds, read from the pod's own metrics
+    hard_failure: bool = False
 
 
 @dataclass(frozen=True)

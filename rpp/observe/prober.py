@@ -3,8 +3,10 @@
 Part of observe. For each pod the prober asks its health path (200 passes) and its
 metrics path (200 passes, with the metrics token as a query parameter, and the pool's
 required metric present) and records the verdict, both latencies, a short error text and
-the process start time read from the metrics page. decide turns those into the warm-up
-streak, the Unreachable and SlowScrape rules and restart detection.
+the process start time read from the metrics page, and whether it failed hard (no
+connection, or RunPod's proxy answering 502, 503 or "pod not found"). decide turns those
+into the warm-up streak, the Unreachable and SlowScrape rules, quarantine and restart
+detection.
 
 Time: latencies are measured on the running event loop's clock and timeouts are
 enforced with `asyncio.timeout`, so the simulator's virtual-time loop runs the same code
@@ -96,6 +98,11 @@ class ProbeTarget:
     read_process_start: bool = True
 
 
+# RunPod's proxy answers these when the pod behind it is down or being replaced; an app
+# would not answer them to a health probe.
+_HARD_STATUSES = frozenset({502, 503})
+
+
 @dataclass(frozen=True)
 class _Answer:
     ok: bool
@@ -103,6 +110,16 @@ class _Answer:
     error: str | None = None
     body: bytes = b""
     deadline: float = 0.0  # the request's start + its timeout, on the loop's clock
+    hard: bool = False  # no connection, 502/503, or RunPod's "pod not found"
+
+
+def _pod_not_found(status: int, body: bytes, pod_id: str) -> bool:
+    """RunPod's proxy's 404 for a pod it does not know: it names the pod (an app's own
+    404 for a wrong health path does not), e.g. after a terminate in RunPod's console."""
+    if status != 404:
+        return False
+    text = body[:1024].decode("utf-8", "replace").lower()
+    return "not found" in text and pod_id.lower() in text
 
 
 class Prober:
@@ -192,12 +209,18 @@ class Prober:
             return _Answer(False, None, "timed out (transport timeout)")
         except httpx.TransportError as error:
             reason = _redact(str(error), target.metrics_token) or "no detail"
-            return _Answer(False, None, f"connection failed ({type(error).__name__}: {reason})")
+            error_text = f"connection failed ({type(error).__name__}: {reason})"
+            return _Answer(False, None, error_text, hard=True)
         except (httpx.HTTPError, httpx.InvalidURL) as error:
             return _Answer(False, None, f"request failed ({type(error).__name__})")
         latency = loop.time() - started
-        if response.status_code != 200:
-            return _Answer(False, latency, f"HTTP {response.status_code}")
+        status = response.status_code
+        if status != 200:
+            if _pod_not_found(status, body or b"", target.pod_id):
+                return _Answer(
+                    False, latency, "HTTP 404: RunPod's proxy: pod not found", hard=True
+                )
+            return _Answer(False, latency, f"HTTP {status}", hard=status in _HARD_STATUSES)
         if body is None:
             return _Answer(False, latency, f"answer over the {_size(limit)} limit ({setting})")
         return _Answer(True, latency, body=body, deadline=started + timeout_s)
@@ -285,6 +308,7 @@ async def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> Pr
         metrics_latency_s=metrics.latency_s,
         error=error_text,
         process_start=process_start,
+        hard_failure=health.hard or metrics.hard,
     )
 
 

@@ -1,0 +1,189 @@
+"""Quarantine: a wired pod whose probes fail hard leaves nginx at once, not after the
+Unreachable rule's duration, and comes back when it passes again.
+
+Covered: what the quarantine writes (the slot freed, the reason in the stored status,
+its Events); the flag that ends it; and, in the simulated world, the stories a
+platform engineer would tell: a dead pod out of nginx two loops after it died and
+replaced only after the rule's duration, a pod that recovers put back without a
+replacement, the last wired pod never taken out, and the prober telling hard failures
+(no connection, RunPod's 502/503/"pod not found") from slow or wrong answers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import httpx
+import pytest
+import yaml
+
+from rpp.model.effects import RecordEvent, Unwire, Wire
+from rpp.model.members import MemberRecord, Quarantine
+from rpp.model.status import PoolStatus
+from rpp.observe.prober import Prober, ProbeTarget
+from tests.stories.world_kit import Story, pool_manifest, story
+from tests.test_member_machine import BLOCKED, FIRES, T0, run
+
+QUARANTINE = "Ready->Ready failing_hard, wired, not last, not pool-wide (quarantined)"
+RELEASE = "Ready->Ready quarantined, passes_in_a_row, slot_offered (released)"
+
+
+class TestWhatQuarantineWrites:
+    def test_quarantine_frees_the_slot_and_keeps_the_probes_words_as_its_reason(self) -> None:
+        step = run(FIRES[QUARANTINE])
+        unwire, event = step.effects
+        assert unwire == Unwire(
+            pod_id="pod1", slot=1, reason="quarantined: its probes failed hard"
+        )
+        assert step.record.slot is None
+        assert step.record.phase == "Ready"
+        assert step.record.since == T0, "a quarantine is no phase change"
+        assert step.record.quarantine == Quarantine(
+            since=T0 + dt.timedelta(seconds=30),
+            reason="health /health: HTTP 502; metrics /metrics: HTTP 502",
+        )
+        assert isinstance(event, RecordEvent)
+        assert (event.type, event.reason) == ("Warning", "PodQuarantined")
+        assert "its last 2 probes failed hard (health /health: HTTP 502" in event.message
+
+    def test_kubectl_get_rpp_o_yaml_shows_the_quarantine_and_its_reason(self) -> None:
+        stored = yaml.safe_dump(run(FIRES[QUARANTINE]).record.stored())
+        record = yaml.safe_load(stored)
+        assert record["quarantine"] == {
+            "since": "2026-01-01T00:00:30Z",
+            "reason": "health /health: HTTP 502; metrics /metrics: HTTP 502",
+        }
+        assert record["hardFailures"] == 2
+        assert "slot" not in record
+
+    def test_release_wires_the_offered_slot_and_ends_the_quarantine(self) -> None:
+        step = run(FIRES[RELEASE])
+        wire, event = step.effects
+        assert wire == Wire(pod_id="pod1", slot=2)
+        assert (step.record.slot, step.record.quarantine) == (2, None)
+        assert isinstance(event, RecordEvent)
+        assert (event.type, event.reason) == ("Normal", "PodReleased")
+
+    def test_a_flag_ends_the_quarantine_its_replacement_takes_the_place(self) -> None:
+        step = run(BLOCKED["Ready->Flagged from quarantine: a rule due, nothing to unwire"])
+        assert (step.record.phase, step.record.quarantine) == ("Flagged", None)
+        assert step.record.flagged_rule == "Unreachable"
+
+    def test_the_hard_failure_count_needs_failures_in_a_row(self) -> None:
+        assert run(BLOCKED["Ready stays wired: one hard failure"]).record.hard_failures == 1
+        reset = "Ready stays wired: a failure that is not hard (a timeout) resets the count"
+        assert run(BLOCKED[reset]).record.hard_failures == 0
+
+
+def in_nginx(s: Story) -> set[str]:
+    return set(s.wired().values())
+
+
+def of(status: PoolStatus, pod_id: str) -> MemberRecord:
+    member = status.member(pod_id)
+    assert member is not None, f"{pod_id} is no member"
+    return member
+
+
+def test_a_dead_pod_leaves_nginx_two_probes_after_it_died_and_is_replaced_on_the_rule() -> None:
+    async def body(s: Story) -> None:
+        before = await s.until(lambda st: st.ready == 2, limit=20)
+        victim = sorted(m.pod_id for m in before.members)[0]
+        creates = len(s.effects("create"))
+        s.world.pods[victim].die()
+        died_at = s.clock.now()
+        await s.loops(1)
+        assert victim in in_nginx(s), "one failed probe proves nothing yet"
+        status = await s.until(
+            lambda st: st.member(victim) is not None and not of(st, victim).wired
+        )
+        member = status.member(victim)
+        assert member is not None
+        assert (member.phase, member.hard_failures) == ("Ready", 2)
+        assert member.quarantine is not None
+        assert "HTTP 502" in member.quarantine.reason
+        assert victim not in in_nginx(s)
+        assert (member.quarantine.since - died_at).total_seconds() <= 60
+        assert len(s.effects("create")) == creates, "no replacement before the rule's duration"
+        flagged = await s.until(lambda st: of(st, victim).phase == "Flagged")
+        flagged_member = flagged.member(victim)
+        assert flagged_member is not None
+        assert flagged_member.flagged_rule == "Unreachable"
+        assert flagged_member.quarantine is None
+        flagged_at = s.clock.now()
+        assert (flagged_at - member.quarantine.since).total_seconds() >= 90
+        final = await s.until(lambda st: st.ready == 2 and st.member(victim) is None, limit=60)
+        assert any(m.replacement_for == victim for m in final.members)
+
+    story(body)
+
+
+def test_a_pod_that_recovers_goes_back_into_nginx_without_a_replacement() -> None:
+    async def body(s: Story) -> None:
+        before = await s.until(lambda st: st.ready == 2, limit=20)
+        victim = sorted(m.pod_id for m in before.members)[1]
+        creates = len(s.effects("create"))
+        s.world.pods[victim].die()
+        await s.until(lambda st: of(st, victim).quarantine is not None)
+        s.world.pods[victim].recover()
+        back = await s.until(lambda st: of(st, victim).wired, limit=5)
+        member = back.member(victim)
+        assert member is not None
+        assert (member.phase, member.quarantine, member.pass_streak) == ("Ready", None, 3)
+        assert victim in in_nginx(s)
+        assert len(s.effects("create")) == creates
+        assert back.ready == 2
+
+    story(body)
+
+
+def test_the_last_wired_pod_is_never_quarantined() -> None:
+    async def body(s: Story) -> None:
+        before = await s.until(lambda st: st.ready == 1, limit=20)
+        (only,) = [m.pod_id for m in before.members]
+        s.world.pods[only].die()
+        status = await s.loops(4)
+        assert status.status is not None
+        member = status.status.member(only)
+        assert member is not None
+        assert member.hard_failures >= 2
+        assert (member.quarantine, member.wired) == (None, True)
+        assert only in in_nginx(s)
+
+    story(body, manifest=pool_manifest(replicas={"min": 1, "max": 1}))
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "hard"),
+    [
+        (502, b"502 Bad Gateway", True),
+        (503, b"no healthy upstream", True),
+        (404, b"pod podabc not found\n", True),
+        (404, b'{"detail":"Not Found"}', False),  # the app's own 404: a wrong health path
+        (500, b"boom", False),
+        (200, b"ok", False),
+    ],
+)
+async def test_the_prober_tells_hard_failures_from_other_answers(
+    status: int, body: bytes, hard: bool
+) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, content=body)
+
+    prober = Prober(transport=httpx.MockTransport(answer), url_pattern="http://fake")
+    result = await prober.probe_one(ProbeTarget(pod_id="podabc"))
+    assert result.hard_failure is hard
+    assert result.passed is (status == 200)
+
+
+async def test_the_prober_counts_no_connection_as_hard_and_a_timeout_as_not() -> None:
+    def refused(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused")
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out")
+
+    for transport, hard in ((refused, True), (slow, False)):
+        prober = Prober(transport=httpx.MockTransport(transport), url_pattern="http://fake")
+        result = await prober.probe_one(ProbeTarget(pod_id="podabc"))
+        assert (result.passed, result.hard_failure) == (False, hard)
