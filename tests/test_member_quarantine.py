@@ -168,7 +168,7 @@ async def test_the_prober_tells_hard_failures_from_other_answers(
     status: int, body: bytes, hard: bool
 ) -> None:
     def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, content=body)
+        return httpx.Response(status, stream=httpx.ByteStream(body))  # unread, as on a network
 
     prober = Prober(transport=httpx.MockTransport(answer), url_pattern="http://fake")
     result = await prober.probe_one(ProbeTarget(pod_id="podabc"))
