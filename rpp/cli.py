@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "rpp.commands.delete_pools",
         "delete pools and wait until the controller lets each go (the chart's pre-delete hook)",
     ),
+    "nginx-reloader": (
+        "rpp.commands.nginx_reloader",
+        "sidecar of an nginx pod: serve the slots ConfigMap at once, reloading gracefully",
+    ),
     "simulate": (
         "rpp.commands.simulate",
         "run the real controller against a simulated RunPod (a day in about 30 s)",

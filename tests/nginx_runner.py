@@ -1,10 +1,8 @@
 """Run the real nginx (Debian's nginx-light) on 127.0.0.1 for the slots tests.
 
 The static config comes from examples/nginx.yaml verbatim except what a test machine
-must change: the include directories, the pid and temp paths, the public port, and the
-resolver (the cluster's DNS name does not exist here). The nginx container's own start
-command (which puts unwired.conf in place while the slots do not exist) runs too, with
-the same paths changed, and unwired.conf's slot port becomes a free one on 127.0.0.1.
+must change: the include directory, the pid and temp paths, the public port, and the
+resolver (the cluster's DNS name does not exist here).
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import yaml
@@ -51,71 +48,27 @@ def free_port() -> int:
         return port
 
 
-def example_objects() -> list[dict[str, Any]]:
-    return list(yaml.safe_load_all((ROOT / "examples" / "nginx.yaml").read_text()))
-
-
-def static_files() -> dict[str, str]:
-    """The static ConfigMap's data: nginx.conf and unwired.conf."""
-    config_map = next(d for d in example_objects() if d["kind"] == "ConfigMap")
-    return dict(config_map["data"])
-
-
-def _changed(text: str, replacements: dict[str, str]) -> str:
+def static_config(workdir: Path, *, public_port: int) -> str:
+    docs = list(yaml.safe_load_all((ROOT / "examples" / "nginx.yaml").read_text()))
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap")
+    text: str = config_map["data"]["nginx.conf"]
+    replacements = {  # in this order: the work dir itself lies under /tmp
+        "/tmp/": f"{workdir}/",
+        "/etc/nginx/slots/": f"{workdir}/slots/",
+        "listen 8080;": f"listen 127.0.0.1:{public_port};",
+        "resolver kube-dns.kube-system.svc.cluster.local": "resolver 127.0.0.1",
+    }
     for old, new in replacements.items():
         assert old in text, f"examples/nginx.yaml no longer contains {old!r}"
         text = text.replace(old, new)
     return text
 
 
-def _directories(workdir: Path) -> dict[str, str]:
-    return {name: f"{workdir}/{name}/" for name in ("slots", "fallback", "static")}
-
-
-def static_config(workdir: Path, *, public_port: int) -> str:
-    replacements = {  # in this order: the work dir itself lies under /tmp
-        "/tmp/": f"{workdir}/",
-        "/etc/nginx/slots/": _directories(workdir)["slots"],
-        "/etc/nginx/fallback/": _directories(workdir)["fallback"],
-        "listen 80;": f"listen 127.0.0.1:{public_port};",
-        "resolver kube-dns.kube-system.svc.cluster.local": "resolver 127.0.0.1",
-    }
-    return _changed(static_files()["nginx.conf"], replacements)
-
-
-def start_command() -> str:
-    """What the nginx container runs before it execs nginx (examples/nginx.yaml)."""
-    deployment = next(d for d in example_objects() if d["kind"] == "Deployment")
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    command = container["command"]
-    assert command[:2] == ["sh", "-c"], command
-    script: str = command[2]
-    before, _, _ = script.partition("exec nginx")
-    return before
-
-
-def write_config(
-    workdir: Path,
-    slots: dict[str, str],
-    *,
-    public_port: int,
-    fallback_port: int | None = None,
-) -> Path:
-    """The slots as the kubelet mounts them, the static files, then the container's start
-    command; the config file nginx is started with."""
-    dirs = _directories(workdir)
-    for path in dirs.values():
-        Path(path).mkdir(parents=True, exist_ok=True)
+def write_config(workdir: Path, slots: dict[str, str], *, public_port: int) -> Path:
+    """The static config, and `slots` where the reloader sidecar would put them."""
+    (workdir / "slots" / "current").mkdir(parents=True, exist_ok=True)
     for name, content in slots.items():
-        (workdir / "slots" / name).write_text(content)
-    port = fallback_port or free_port()
-    unwired = _changed(
-        static_files()["unwired.conf"],
-        {"listen 8081;": f"listen 127.0.0.1:{port};", "127.0.0.1:8081": f"127.0.0.1:{port}"},
-    )
-    (workdir / "static" / "unwired.conf").write_text(unwired)
-    script = _changed(start_command(), {f"/etc/nginx/{k}/": v for k, v in dirs.items()})
-    subprocess.run(["sh", "-c", script], check=True, timeout=30)
+        (workdir / "slots" / "current" / name).write_text(content)
     conf = workdir / "nginx.conf"
     conf.write_text(static_config(workdir, public_port=public_port))
     return conf

@@ -151,23 +151,28 @@ def test_chart_and_plain_controller_pods_are_the_same() -> None:
 def test_plain_manifests_agree_on_names() -> None:
     objs = plain()
     pool = find(objs, "RunPodPool", "inference")["spec"]
-    rbac = find(objs, "Role")["rules"]
+    rbac = find(objs, "Role", "runpod-pool-controller")["rules"]
     named = {
         (rule["resources"][0], name) for rule in rbac for name in rule.get("resourceNames", [])
     }
     # The slots ConfigMap the controller creates is the one the Role names.
     assert ("configmaps", pool["nginx"]["slotsConfigMap"]) in named
     assert ("secrets", pool["envFromSecret"]) in named
-    # nginx mounts the same ConfigMaps, and its Service is the pool's.
+    # nginx mounts the pool's static config; its reloader sidecar reads the pool's slots
+    # ConfigMap, which the sidecar's Role names; its Service is the pool's.
     nginx = find(objs, "Deployment", "inference-nginx")["spec"]["template"]["spec"]
     mounted = {v["configMap"]["name"] for v in nginx["volumes"] if "configMap" in v}
-    assert mounted == {pool["nginx"]["configMap"], pool["nginx"]["slotsConfigMap"]}
+    assert mounted == {pool["nginx"]["configMap"]}
+    [reloader] = [c for c in nginx["containers"] if c["name"] == "slots-reloader"]
+    assert f"--config-map={pool['nginx']['slotsConfigMap']}" in reloader["args"]
+    sidecar_rules = find(objs, "Role", "inference-nginx-reloader")["rules"]
+    assert [pool["nginx"]["slotsConfigMap"]] in [r.get("resourceNames") for r in sidecar_rules]
     assert find(objs, "Service", pool["nginx"]["service"])
     # The controller runs as the ServiceAccount the RoleBinding binds.
-    sa = find(objs, "ServiceAccount")["metadata"]["name"]
-    binding = find(objs, "RoleBinding")
+    sa = find(objs, "ServiceAccount", "runpod-pool-controller")["metadata"]["name"]
+    binding = find(objs, "RoleBinding", "runpod-pool-controller")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}]
-    assert binding["roleRef"]["name"] == find(objs, "Role")["metadata"]["name"]
+    assert binding["roleRef"]["name"] == "runpod-pool-controller"
     deployment = find(objs, "Deployment", "runpod-pool-controller")
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == sa
 

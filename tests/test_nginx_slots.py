@@ -13,6 +13,7 @@ import httpx
 import pytest
 import yaml
 
+from rpp.adapters.nginx import SlotFiles
 from rpp.decide.nginx_slots import (
     SlotsFormatError,
     SlotTarget,
@@ -28,7 +29,7 @@ from tests.nginx_runner import (
     free_port,
     free_port_block,
     nginx_test,
-    static_files,
+    static_config,
     write_config,
 )
 
@@ -155,45 +156,37 @@ def test_real_nginx_accepts_the_static_config_with_every_rendering(
     assert result.returncode == 0, result.stderr
 
 
-def test_nginx_starts_before_the_controller_wrote_the_slots_and_answers_503(
+def test_a_restart_after_the_controller_wrote_the_slots_serves_them_not_the_placeholders(
     tmp_path: Path,
 ) -> None:
-    public = free_port()
-    nginx = RunningNginx(write_config(tmp_path, {}, public_port=public), public_port=public)
-    try:
-        answer = httpx.get(f"http://127.0.0.1:{public}/generate", timeout=5)
-        health = httpx.get(f"http://127.0.0.1:{public}/nginx-health", timeout=5)
-    finally:
-        nginx.stop()
-    assert answer.status_code == 503
-    assert health.status_code == 200  # ready: the Service sends it traffic, and it says 503
-    assert [p.name for p in (tmp_path / "fallback").iterdir()] == ["unwired.conf"]
+    """The init container writes placeholders once; the reloader's later write replaces
+    them whole, so a restarted nginx finds one upstream, not two that clash."""
+    files = SlotFiles(
+        root=tmp_path / "slots", upstream=upstream_name("inference"), status_port=free_port()
+    )
+    files.write_placeholders()  # nginx started before the controller wrote anything
+    slots = render_slots(
+        pool="inference", spec=SPEC, slots=ASSIGNMENTS["one wired"], listen_host="127.0.0.1"
+    )
 
+    files.write("1", slots)  # the controller's first write, as the reloader puts it
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(static_config(tmp_path, public_port=free_port()))
 
-def test_a_restart_after_the_controller_wrote_the_slots_serves_them_not_the_fallback(
-    tmp_path: Path,
-) -> None:
-    write_config(tmp_path, {}, public_port=free_port())  # started before the slots existed
-    slots = render_slots(pool="inference", spec=SPEC, slots=ASSIGNMENTS["one wired"])
-
-    conf = write_config(tmp_path, slots, public_port=free_port())  # restarted since
-
-    assert list((tmp_path / "fallback").iterdir()) == []  # no second upstream to clash
+    assert files.written_version() == "1"
     result = nginx_test(conf)
     assert result.returncode == 0, result.stderr
 
 
-def test_the_fallback_is_the_example_pools_upstream_with_its_first_slot_answering_503() -> None:
+def test_the_placeholders_are_the_example_pools_upstream_answering_503(tmp_path: Path) -> None:
     pool = yaml.safe_load((ROOT / "examples" / "pool.yaml").read_text())
-    spec, problems = load_spec(pool["metadata"]["name"], pool["spec"])
-    assert spec is not None, problems
-    unwired = static_files()["unwired.conf"]
-    rendered = render_slots(pool=pool["metadata"]["name"], spec=spec, slots={})
-    assert f"upstream {upstream_name(pool['metadata']['name'])} {{" in unwired
-    assert f"server 127.0.0.1:{spec.nginx.base_port} max_fails=0;" in rendered["upstream.conf"]
-    assert f"server 127.0.0.1:{spec.nginx.base_port} max_fails=0;" in unwired
-    assert f"listen {spec.nginx.base_port};" in unwired
-    assert "return 503;" in unwired
+    name = pool["metadata"]["name"]
+    files = SlotFiles(root=tmp_path, upstream=upstream_name(name), status_port=free_port())
+    files.write_placeholders()
+    upstream = (files.current / "upstream.conf").read_text()
+    assert f"upstream {upstream_name(name)} {{" in upstream
+    assert f"server 127.0.0.1:{files.status_port};" in upstream
+    assert "return 503;" in (files.current / "servers.conf").read_text()
 
 
 def test_nginx_rejects_a_broken_slots_file(tmp_path: Path) -> None:

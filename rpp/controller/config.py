@@ -110,9 +110,9 @@ def load_config(environ: Mapping[str, str]) -> Config:
         value = environ.get(name)
         return value.strip() if value is not None and value.strip() else None
 
-    host, port = _listen(get("LISTEN_ADDRESS") or DEFAULT_LISTEN)
+    host, port = parse_listen(get("LISTEN_ADDRESS") or DEFAULT_LISTEN)
     health = get("HEALTH_LISTEN_ADDRESS")
-    health_listen = None if health is None else _listen(health, name="HEALTH_LISTEN_ADDRESS")
+    health_listen = None if health is None else parse_listen(health, name="HEALTH_LISTEN_ADDRESS")
     if health_listen is not None and health_listen[1] == port:
         raise ConfigError(
             f"HEALTH_LISTEN_ADDRESS: port {port} is LISTEN_ADDRESS's too; choose another port, "
@@ -127,8 +127,8 @@ def load_config(environ: Mapping[str, str]) -> Config:
         listen_host=host,
         listen_port=port,
         health_listen=health_listen,
-        log_level=_log_level(get("LOG_LEVEL") or "INFO"),
-        log_format=_log_format(get("LOG_FORMAT") or "text"),
+        log_level=parse_log_level(get("LOG_LEVEL") or "INFO"),
+        log_format=parse_log_format(get("LOG_FORMAT") or "text"),
         runpod_api_url=_api_url(get("RUNPOD_API_URL") or DEFAULT_API_URL),
         proxy_pattern=_proxy(get("RUNPOD_PROXY_URL")),
         pod_name=get("POD_NAME") or get("HOSTNAME"),
@@ -247,7 +247,8 @@ def _answer_limit(value: str | None) -> int:
     return int(value)
 
 
-def _listen(value: str, *, name: str = "LISTEN_ADDRESS") -> tuple[str, int]:
+def parse_listen(value: str, *, name: str = "LISTEN_ADDRESS") -> tuple[str, int]:
+    """host:port (IPv6 in brackets); a bad value is a ConfigError naming `name`."""
     host, sep, port_text = value.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]  # [::]:8080
@@ -259,7 +260,7 @@ def _listen(value: str, *, name: str = "LISTEN_ADDRESS") -> tuple[str, int]:
     return host, int(port_text)
 
 
-def _log_level(value: str) -> str:
+def parse_log_level(value: str) -> str:
     level = value.upper()
     if level == "WARN":
         level = "WARNING"
@@ -268,7 +269,7 @@ def _log_level(value: str) -> str:
     return level
 
 
-def _log_format(value: str) -> LogFormat:
+def parse_log_format(value: str) -> LogFormat:
     lowered = value.lower()
     if lowered == "text":
         return "text"

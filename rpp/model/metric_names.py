@@ -26,6 +26,7 @@ TYPE = "type"
 ACTION = "action"
 OUTCOME = "outcome"
 OPERATION = "operation"
+CONFIG_MAP = "config_map"
 
 MEMBERS = "runpod_pool_members"
 READY = "runpod_pool_ready"
@@ -40,6 +41,10 @@ RECONCILE_SECONDS = "runpod_pool_reconcile_seconds"
 ROLLOUT_PHASE = "runpod_pool_rollout_phase"
 ROLLBACKS_TOTAL = "runpod_pool_rollbacks_total"
 LEADER = "runpod_pool_leader"
+# Exported by `rpp nginx-reloader`, the sidecar in each nginx pod.
+NGINX_RELOADS_TOTAL = "runpod_pool_nginx_reloads_total"
+NGINX_CONFIG_REJECTED = "runpod_pool_nginx_config_rejected"
+NGINX_RELOAD_SECONDS = "runpod_pool_nginx_reload_seconds"
 
 # prometheus_client adds these to a histogram's name in the exposition.
 _HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
@@ -119,7 +124,31 @@ SPECS: tuple[MetricSpec, ...] = (
     ),
 )
 
-BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in SPECS}
+# What `rpp nginx-reloader` exports on its own /metrics (a sidecar of each nginx pod).
+RELOADER_SPECS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        NGINX_RELOADS_TOTAL,
+        "counter",
+        (CONFIG_MAP, OUTCOME),
+        "nginx reloads for a slots ConfigMap change: ok, rejected (nginx kept its running "
+        "config) or error (nginx could not be signalled).",
+    ),
+    MetricSpec(
+        NGINX_CONFIG_REJECTED,
+        "gauge",
+        (CONFIG_MAP,),
+        "1 while nginx runs older slots than the ConfigMap holds because it rejected the "
+        "newer ones, else 0.",
+    ),
+    MetricSpec(
+        NGINX_RELOAD_SECONDS,
+        "histogram",
+        (CONFIG_MAP,),
+        "From a slots ConfigMap change seen to nginx serving it, seconds.",
+    ),
+)
+
+BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in (*SPECS, *RELOADER_SPECS)}
 
 
 def queryable_names() -> frozenset[str]:

@@ -169,6 +169,20 @@ def required_permissions(crd_group: str = DEFAULT_CRD_GROUP) -> frozenset[Permis
 REQUIRED_PERMISSIONS = required_permissions()
 
 
+def reloader_permissions() -> frozenset[Permission]:
+    """Every (verb, group, resource) `rpp nginx-reloader` calls: its slots ConfigMap (one
+    name: resourceNames) and the Events it reports a rejected config with."""
+    grants = {
+        ("", "configmaps"): ("get", "watch"),
+        ("", "events"): ("create", "patch", "get"),
+    }
+    return frozenset(
+        Permission(verb, group, resource)
+        for (group, resource), verbs in grants.items()
+        for verb in verbs
+    )
+
+
 class SecretData(Mapping[str, str]):
     """A Secret's decoded values; its repr names the keys only, so a log line cannot leak them."""
 
@@ -219,6 +233,7 @@ class StoredConfigMap:
     resource_version: str
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    uid: str = ""  # what an Event about this ConfigMap names it by
 
     @classmethod
     def from_object(cls, config_map: Mapping[str, Any]) -> StoredConfigMap:
@@ -230,7 +245,20 @@ class StoredConfigMap:
             resource_version=str(meta.get("resourceVersion", "")),
             labels=dict(meta.get("labels") or {}),
             annotations=dict(meta.get("annotations") or {}),
+            uid=str(meta.get("uid", "")),
         )
+
+    def as_event_subject(self) -> dict[str, Any]:
+        """The ConfigMap as `emit_event` takes the object an Event is about."""
+        meta = {"name": self.name, "uid": self.uid}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+
+class ConfigMapEvent(NamedTuple):
+    """One watch notification about a ConfigMap: ADDED, MODIFIED or DELETED."""
+
+    type: str
+    config_map: StoredConfigMap
 
 
 class PoolEvent(NamedTuple):

@@ -7,8 +7,9 @@ from what makes it "the same" (the pool's uid, type, reason and message): a repe
 existing Event by name and bumps its count and lastTimestamp. Both adapters use this module,
 so the in-memory cluster deduplicates exactly as the real one does.
 
-The Events are core/v1 Events with `involvedObject` set to the pool: that is the API
-`kubectl describe` and `kubectl get events` read.
+The Events are core/v1 Events with `involvedObject` set to the pool (or, for the nginx
+reloader, its slots ConfigMap): that is the API `kubectl describe` and `kubectl get
+events` read.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def new_event(
             "namespace": settings.namespace,
         },
         "involvedObject": {
-            "apiVersion": settings.pool_api_version,
+            "apiVersion": pool.get("apiVersion", settings.pool_api_version),
             "kind": pool.get("kind", "RunPodPool"),
             "name": meta.get("name"),
             "namespace": settings.namespace,

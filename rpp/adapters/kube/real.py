@@ -35,6 +35,7 @@ from kubernetes.aio.watch import Watch
 from rpp.adapters.kube import events, transport
 from rpp.adapters.kube.api import (
     AlreadyExists,
+    ConfigMapEvent,
     EventType,
     KubeApi,
     KubeSettings,
@@ -150,34 +151,60 @@ class RealKubeApi:
         )
 
     async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
+        async for type_, pool in self._watch(self._settings.plural, self._pools):
+            yield PoolEvent(type_, pool)
+
+    async def watch_config_map(self, name: str) -> AsyncGenerator[ConfigMapEvent, None]:
+        """One ConfigMap as ADDED (when it exists), then each change, until cancelled.
+
+        A watch of the collection narrowed to one name by a field selector, which is what
+        RBAC's resourceNames allow with `watch` alone: the nginx reloader's Role names
+        nothing but its slots ConfigMap.
+        """
+        selector = [("fieldSelector", f"metadata.name={name}")]
+        async for type_, obj in self._watch(
+            "configmaps", f"{self._core}/configmaps", query=selector, name=name
+        ):
+            config_map = StoredConfigMap.from_object(obj)
+            if config_map.name == name:  # a server that ignores the selector sends all
+                yield ConfigMapEvent(type_, config_map)
+
+    async def _watch(
+        self,
+        resource: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, Any]] = (),
+        name: str | None = None,
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        async def request(
+            *, watch: bool, resource_version: str | None = None, **_: Any
+        ) -> aiohttp.ClientResponse:
+            """The list call the client's `Watch` makes (again after each stream ends)."""
+            sent: list[tuple[str, Any]] = [("watch", watch), *query]
+            if resource_version:
+                sent.append(("resourceVersion", resource_version))
+            return await self._request("GET", path, query=sent, timeout=None)
+
         # "object": the events' objects stay the dicts the server sent (no model).
         watcher = Watch(return_type="object")  # type: ignore[no-untyped-call]
         # The client's watch re-connects from the last resourceVersion when a stream ends or
         # times out, and re-lists once on 410 Gone; anything else reaches us as ApiException.
-        stream = watcher.stream(self._watch_request)  # type: ignore[no-untyped-call]
+        stream = watcher.stream(request)  # type: ignore[no-untyped-call]
         try:
             async for event in stream:
-                yield PoolEvent(str(event["type"]), event["raw_object"])
+                yield str(event["type"]), event["raw_object"]
         except ApiException as error:
-            op = self._op("watch", self._settings.plural, None)
+            op = self._op("watch", resource, name)
             raise transport.error_for(
                 op, status=error.status or 0, message=error.reason or ""
             ) from None
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
-            op = self._op("watch", self._settings.plural, None)
+            op = self._op("watch", resource, name)
             host = self._api_client.configuration.host
             raise transport.unreachable(op, host=host, error=error) from None
         finally:
             await watcher.close()  # type: ignore[no-untyped-call]
-
-    async def _watch_request(
-        self, *, watch: bool, resource_version: str | None = None, **_: Any
-    ) -> aiohttp.ClientResponse:
-        """The list call the client's `Watch` makes (again after each stream ends)."""
-        query: list[tuple[str, Any]] = [("watch", watch)]
-        if resource_version:
-            query.append(("resourceVersion", resource_version))
-        return await self._request("GET", self._pools, query=query, timeout=None)
 
     # -- ConfigMaps and Secrets ---------------------------------------------------------------
 
