@@ -31,7 +31,8 @@ class Replica:
         self.name = name
         self.acted: list[float] = []  # loop times of reconciles that carried something out
         self.reconciled: list[float] = []
-        self.parts = w.new_controller(on_result=self._note)
+        self.statuses: list[PoolStatus] = []  # every status a reconcile of it decided
+        self.parts = w.new_controller(on_result=self._note, identity=name)
         self.elector = LeaderElector(kube=lease_view, identity=name, clock=clock)
         self.stop = asyncio.Event()
         self.tasks = [
@@ -42,6 +43,8 @@ class Replica:
     def _note(self, result: PoolResult) -> None:
         now = asyncio.get_running_loop().time()
         self.reconciled.append(now)
+        if result.status is not None:
+            self.statuses.append(result.status)
         if any(r.effect.action != "event" for r in result.results):
             self.acted.append(now)
 

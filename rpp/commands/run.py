@@ -199,6 +199,7 @@ class ControllerProcess:
             proxy_url=config.proxy_pattern,
             group=config.crd_group,
             redactor=self.redactor,
+            identity=self.identity,
         )
         self.loop = ControllerLoop(
             kube=kube,

@@ -242,6 +242,7 @@ class ControllerLoop:
     async def _lead(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         self.progress.started_leading(loop.time())
+        self.reconciler.start_term()  # what the last leader wrote is not a second controller
         watcher = PoolWatch(
             kube=self.kube,
             seen=lambda name: self._generations.get(name, -1),

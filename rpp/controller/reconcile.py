@@ -21,7 +21,7 @@ import copy
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +31,9 @@ from rpp.adapters.kube.api import KubeApi, KubeError
 from rpp.adapters.logs import fields, layer_logger, pool_context
 from rpp.adapters.redaction import Redactor
 from rpp.controller.pool_metrics import PoolMetrics
+from rpp.controller.pool_secret import read_pool_secret, remember_secrets
 from rpp.controller.status_write import write_status
+from rpp.controller.writers import Writers
 from rpp.decide import fold
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.ownership import owned_pods
@@ -44,7 +46,6 @@ from rpp.model.observations import (
     PoolObservation,
     PrometheusReading,
     RunPodPod,
-    SecretState,
 )
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
 from rpp.model.results import EffectResult, Result
@@ -94,6 +95,7 @@ class PoolReconciler:
         proxy_url: str = DEFAULT_PROXY_URL,
         group: str = API_GROUP,
         redactor: Redactor | None = None,
+        identity: str | None = None,
     ) -> None:
         self.kube = kube
         self.executor = executor
@@ -104,6 +106,7 @@ class PoolReconciler:
         self.proxy_url = proxy_url
         self.group = group
         self.redactor = redactor
+        self.writers = Writers(identity)
         # Per pool, the status this process last wrote, as stored and as parsed: the
         # next loop reads back the same dict, and parsing it again is ~5% of a loop.
         # Kept only when the server stored exactly what was sent, and hit only on equal
@@ -143,7 +146,10 @@ class PoolReconciler:
             return await self._invalid(obj, status, problems, now=now, generation=generation)
         spec = pool.spec
         obs, env = await self._observe(spec, status, shared, name)
-        obs = dataclasses.replace(obs, pool=lifecycle)
+        other = self.writers.evidence(name, status)
+        if other is not None:
+            log.error("another controller acts on this pool: %s", other)
+        obs = dataclasses.replace(obs, pool=lifecycle, other_controller=other)
         # The decision's time is when its evidence is in: a probe that timed out took its
         # 10 s, and a phase's `since` must not predate the probes that moved it.
         now = self.clock.now()
@@ -180,8 +186,13 @@ class PoolReconciler:
         written = await self._write(obj, status, new_status, acted=acted, shared=shared)
         return PoolResult(name, decision, tuple(results), new_status, written)
 
+    def start_term(self) -> None:
+        """This process leads again: what another leader wrote before is no evidence."""
+        self.writers.start_term()
+
     def forget(self, name: str) -> None:
         """A deleted pool: drop what this reconciler and the metrics keep about it."""
+        self.writers.forget(name)
         self._written.pop(name, None)
         self._loaded.pop(name, None)
         if self.metrics is not None:
@@ -224,9 +235,9 @@ class PoolReconciler:
             slots = None if stored is None else dict(stored.data)
         except KubeError as err:
             slots_error = str(err)
-        secret, env, token = await self._secret(spec)
+        secret = await read_pool_secret(self.kube, spec)
         owned = owned_pods(spec, shared.pods) if shared.pods is not None else ()
-        self._remember_secrets(name, spec, env, owned)
+        remember_secrets(self.redactor, pool=name, spec=spec, env=secret.env, owned=owned)
         pod_ids = {m.pod_id for m in status.members} | {p.id for p in owned}
         # Restart detection reads the process start only for pods in an update.
         updating = {m.pod_id for m in status.members if m.update is not None}
@@ -235,7 +246,7 @@ class PoolReconciler:
             ProbeTarget(
                 pod_id=pod_id,
                 settings=settings,
-                metrics_token=token,
+                metrics_token=secret.token,
                 read_process_start=pod_id in updating,
             )
             for pod_id in sorted(pod_ids)
@@ -254,54 +265,9 @@ class PoolReconciler:
             prometheus=reading,
             slots=slots,
             slots_error=slots_error,
-            secret=secret,
+            secret=secret.state,
         )
-        return obs, env
-
-    def _remember_secrets(
-        self,
-        name: str,
-        spec: RunPodPoolSpec,
-        env: Mapping[str, str],
-        owned: Sequence[RunPodPod],
-    ) -> None:
-        """Tell the redactor this pool's secrets: every env Secret value, and the values
-        its pods still carry for those keys (a rotated secret's old value stays secret)."""
-        if self.redactor is None or not env:
-            return
-        carried = [pod.env[key] for pod in owned for key in env if key in pod.env]
-        public = (name, spec.model_dump_json(by_alias=True))
-        self.redactor.remember(name, [*env.values(), *carried], public=public)
-
-    async def _secret(
-        self, spec: RunPodPoolSpec
-    ) -> tuple[SecretState, Mapping[str, str], str | None]:
-        if not spec.env_from_secret:
-            return SecretState(configured=False), {}, None
-        name = spec.env_from_secret
-        try:
-            data = await self.kube.read_secret(name)
-        except KubeError as err:
-            return SecretState(configured=True, problem=str(err)), {}, None
-        if data is None:
-            return (
-                SecretState(
-                    configured=True,
-                    problem=f"the env Secret {name} (envFromSecret) does not exist: create it",
-                ),
-                {},
-                None,
-            )
-        token = None
-        if spec.metrics_token_key:
-            token = data.get(spec.metrics_token_key)
-            if not token:
-                problem = (
-                    f"the env Secret {name} has no key {spec.metrics_token_key} "
-                    "(metricsTokenKey): add the metrics token to it"
-                )
-                return SecretState(configured=True, problem=problem), dict(data), None
-        return SecretState(configured=True), dict(data), token
+        return obs, secret.env
 
     async def _invalid(
         self,
@@ -349,6 +315,7 @@ class PoolReconciler:
         shared: Shared | None,
     ) -> bool:
         name = str(obj["metadata"]["name"])
+        after = self.writers.mark(after)
 
         async def on_conflict(fresh: Mapping[str, Any]) -> PoolStatus | None:
             if not acted and shared is not None:
@@ -357,7 +324,8 @@ class PoolReconciler:
                     # The re-read pool wants actions this loop did not take: a status
                     # claiming them would lie. The next loop decides and acts.
                     log.info("the pool changed during the loop; the next loop acts")
-                return retry
+                    return None
+                return self.writers.mark(retry)
             try:
                 fresh_status = PoolStatus.from_stored(fresh.get("status") or {})
             except StatusFormatError:
@@ -373,6 +341,8 @@ class PoolReconciler:
         done = await write_status(
             self.kube, name=name, obj=obj, status=after, on_conflict=on_conflict
         )
+        if done.written:
+            self.writers.wrote(name, done.status or after)
         if done.stored_as_sent and done.status is not None:
             self._written[name] = (done.stored, done.status)
         else:  # not written, or the API server pruned or changed it: read back what it keeps

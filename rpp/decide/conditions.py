@@ -28,6 +28,7 @@ class Cond(StrEnum):
     UPDATE_FAILED = "UpdateFailed"
     AUTOSCALING_METRIC_UNAVAILABLE = "AutoscalingMetricUnavailable"
     UNREADABLE_PODS = "UnreadablePods"
+    SECOND_CONTROLLER = "SecondController"
     DELETION_BLOCKED = "DeletionBlocked"
 
 

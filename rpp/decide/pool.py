@@ -29,7 +29,16 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from rpp.decide import capacity, deletion, judgement, release, steps, surge_first, unreadable
+from rpp.decide import (
+    capacity,
+    deletion,
+    judgement,
+    release,
+    second_controller,
+    steps,
+    surge_first,
+    unreadable,
+)
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
@@ -84,6 +93,7 @@ def decide(
     """One loop of one pool; see the module docstring for the steps and the modes."""
     conds = Conditions(status, now=now, generation=generation)
     conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
+    second_controller.report(conds, obs.other_controller, now=now)
     loop = LoopState(pool, spec, obs, now, conds, proxy_url, settings_for(spec))
     if obs.pool.deleting_since is not None:
         deletion.step(loop)

@@ -201,3 +201,6 @@ class PoolObservation:
     slots_error: str | None = None
     secret: SecretState = field(default_factory=SecretState)
     pool: PoolObject = field(default_factory=PoolObject)
+    other_controller: str | None = None
+    """What this loop saw of another controller writing the pool, in one sentence (its
+    status write, or creates this controller did not make); None when nothing."""

@@ -80,6 +80,9 @@ class PoolStatus(StatusModel):
     backoff: Backoff = Field(default_factory=Backoff)
     last_capacity_refusal: CapacityRefusal | None = None
     rollout: Rollout | None = None
+    writer: str | None = None
+    """The controller process that wrote this status (its Lease identity): how a second
+    controller acting on the pool is seen (rpp/controller/writers.py)."""
 
     @classmethod
     def from_stored(cls, data: object, path: str = "status") -> PoolStatus:

@@ -134,6 +134,7 @@ class ControllerParts:
         prometheus_url: str | None,
         interval: float = 30.0,
         on_result: Callable[[PoolResult], None] | None = None,
+        identity: str = "simulator",
     ) -> None:
         self.registry = CollectorRegistry()
         self.runpod = RunPodClient(
@@ -152,6 +153,7 @@ class ControllerParts:
             prometheus=PrometheusClient(base_url=prometheus_url, client=self.prom_http),
             clock=clock,
             metrics=self.metrics,
+            identity=identity,
         )
         self.loop = ControllerLoop(
             kube=kube,
@@ -232,10 +234,14 @@ class World:
         self.controller = self.new_controller()
 
     def new_controller(
-        self, *, on_result: Callable[[PoolResult], None] | None = None
+        self,
+        *,
+        on_result: Callable[[PoolResult], None] | None = None,
+        identity: str = "simulator",
     ) -> ControllerParts:
         """A fresh controller process on this world (another replica, or a restart)."""
         return ControllerParts(
+            identity=identity,
             transport=self.transport,
             kube=self.kube,
             clock=self.clock,
