@@ -120,3 +120,11 @@ def test_creates_this_controller_did_not_make_are_evidence_once_and_its_own_neve
 
     mine.start_term()  # leading again: the last leader's writes are no evidence
     assert mine.evidence("p", other) is None
+
+
+def test_creates_of_a_write_whose_answer_was_lost_are_still_this_controllers_own() -> None:
+    mine = Writers("a")
+    assert mine.evidence("p", PoolStatus(writer="a")) is None
+    sent = mine.mark(PoolStatus(create_log=(attempt(1, "rpp-p-mine"),)))
+    mine.writing("p", sent)  # the API server stored it, but the answer timed out
+    assert mine.evidence("p", sent) is None

@@ -338,6 +338,7 @@ class PoolReconciler:
                 return None
             return after
 
+        self.writers.writing(name, after)
         done = await write_status(
             self.kube, name=name, obj=obj, status=after, on_conflict=on_conflict
         )

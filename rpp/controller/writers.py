@@ -78,7 +78,12 @@ class Writers:
             return status
         return status.replace(writer=self.identity)
 
-    def wrote(self, pool: str, status: PoolStatus) -> None:
-        """The status this process just wrote: its creates are its own."""
-        self._wrote.add(pool)
+    def writing(self, pool: str, status: PoolStatus) -> None:
+        """The status this process is about to write: its creates are its own, even if
+        the write's answer is lost (a timeout after the API server stored it)."""
         self._creates.setdefault(pool, set()).update(_creates(status))
+
+    def wrote(self, pool: str, status: PoolStatus) -> None:
+        """The status this process just wrote: a later write by another is evidence."""
+        self._wrote.add(pool)
+        self.writing(pool, status)
