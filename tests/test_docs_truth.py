@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from rpp.controller import leader
+from rpp.sim.faults import check_operation, fault_from_dict
 
 ROOT = Path(__file__).parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -132,3 +133,18 @@ def test_the_rehearsal_states_the_takeover_bounds_that_leader_py_gives() -> None
     assert f"`RETRY_PERIOD_S` ({retry:g} s)" in text
     assert f"no sooner than {lease - retry:g} s" in text
     assert f"no later than {lease + 2 * retry:g} s" in text
+
+
+def test_every_fault_the_rehearsal_scripts_is_one_the_fake_accepts() -> None:
+    """Each `curl ... /_fake/faults -d '...'` in rehearsal.md, as the fake's control API
+    reads it: a known operation and a fault kind with its fields."""
+    text = (ROOT / "docs" / "rehearsal.md").read_text()
+    bodies = re.findall(r"/_fake/faults\s*\\?\s*-d '(.*?)'(?=\s*\n)", text, flags=re.S)
+    bodies = [body.replace("'$POD'", "POD1") for body in bodies]
+    assert len(bodies) >= 7
+    kinds = set()
+    for body in bodies:
+        request = json.loads(body)
+        check_operation(request["operation"])
+        kinds.add(fault_from_dict(request["fault"]).kind)
+    assert {"RawAnswer", "OddFields", "ExtraPods", "EchoingRefusal"} <= kinds
