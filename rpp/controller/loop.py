@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import math
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -101,6 +102,7 @@ class ControllerLoop:
         self._secrets = tuple(s for s in secrets if s)
         self.on_result = on_result
         self._locks: dict[str, asyncio.Lock] = {}
+        self._listed: tuple[Mapping[str, Any], ...] = ()  # the last listing of the pools
         self._generations: dict[str, int] = {}
         self._done_at: dict[str, float] = {}
         self._stop: asyncio.Event | None = None
@@ -119,7 +121,9 @@ class ControllerLoop:
             self.progress.last_error = f"cannot list RunPodPools: {err}"
             log.error("%s", self.progress.last_error)
             return []
+        self._listed = tuple(pools)
         shared = await read_shared(self.runpod) if pools else Shared(pods=())
+        shared = dataclasses.replace(shared, pools=self._listed)
         results = await asyncio.gather(
             *(self._locked(obj, shared, listed_at=listed_at) for obj in pools)
         )
@@ -146,7 +150,8 @@ class ControllerLoop:
                 return None  # the periodic loop already reconciled this generation
             what = "spec changed" if name in self._generations else "new pool"
             log.info("%s (generation %d), reconciling now", what, generation(obj))
-            return await self._reconcile(obj, await read_shared(self.runpod))
+            shared = dataclasses.replace(await read_shared(self.runpod), pools=self._listed)
+            return await self._reconcile(obj, shared)
 
     async def _locked(
         self, obj: Mapping[str, Any], shared: Shared, *, listed_at: float

@@ -38,6 +38,7 @@ from rpp.decide import fold
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
+from rpp.model.clashes import created, held_back
 from rpp.model.codec import StatusFormatError
 from rpp.model.effects import RemoveFinalizer
 from rpp.model.observations import (
@@ -66,6 +67,8 @@ class Shared:
     runpod_error: str | None = None
     notices: Mapping[str, HostNotice] | None = None
     notices_error: str | None = None
+    pools: tuple[Mapping[str, Any], ...] = ()
+    """Every RunPodPool listed, as stored: a pool that would fight an older one waits."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,9 @@ class PoolReconciler:
             log.error("status unreadable, not acting: %s", err)
             return PoolResult(name, None, (), None, False, error=f"status unreadable: {err}")
         pool, problems = self._load(name, obj)
+        if pool is not None:
+            problems = self._clashes(pool, obj, shared)
+            pool = None if problems else pool
         if pool is None:
             now = self.clock.now()
             return await self._invalid(obj, status, problems, now=now, generation=generation)
@@ -224,6 +230,13 @@ class PoolReconciler:
         else:
             self._loaded[name] = (copy.deepcopy(key), pool)
         return pool, problems
+
+    def _clashes(self, pool: Pool, obj: Mapping[str, Any], shared: Shared) -> list[str]:
+        """What `rpp validate` would say of this pool beside the older pools listed."""
+        named = [(str((o.get("metadata") or {}).get("name") or ""), o) for o in shared.pools]
+        loaded = [(self._load(n, o)[0], created(o)) for n, o in named if n and n != pool.name]
+        others = [(p, when) for p, when in loaded if p is not None]
+        return held_back(pool, created=created(obj), others=others)
 
     async def _observe(
         self, spec: RunPodPoolSpec, status: PoolStatus, shared: Shared, name: str

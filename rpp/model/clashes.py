@@ -11,13 +11,18 @@ checks every pool of one invocation against every other, across all its files.
 ConfigMaps and pool names are namespaced, so they clash only within one namespace; a pool
 without metadata.namespace goes wherever it is applied, so it is compared with every
 namespace. Pod names and ids are RunPod's, one space for the whole account.
+
+The CRD judges one object at a time and cannot see these; the controller can, and
+holds the later of two clashing pools (`held_back`, InvalidSpec), so a pool applied
+with kubectl gets the verdict `rpp validate` gives for its files together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 from rpp.model.spec_load import Pool
 
@@ -78,3 +83,27 @@ def _pair(a: Placed, b: Placed) -> Iterator[str]:
 def clashes(pools: Sequence[Placed]) -> list[str]:
     """One line per clash between two of `pools`, naming both, in the order given."""
     return [line for a, b in combinations(pools, 2) for line in _pair(a, b)]
+
+
+def created(obj: Mapping[str, Any]) -> str:
+    """A stored pool's metadata.creationTimestamp ("" if it has none)."""
+    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+def held_back(mine: Pool, *, created: str, others: Iterable[tuple[Pool, str]]) -> list[str]:
+    """The clashes that keep `mine` from acting in the cluster, one line each.
+
+    The API server admits each pool on its own, so two pools that would fight can both
+    be stored. The controller then does what `rpp validate` would have said: the pool
+    created first (metadata.creationTimestamp, then name) keeps acting, and each later
+    one that clashes with it waits, with these lines in InvalidSpec, until one of them
+    is changed. `others` are the other valid pools of the namespace with their
+    creationTimestamp (RFC 3339, so they sort in time order).
+    """
+    me = Placed(source=f"created {created}", pool=mine)
+    lines: list[str] = []
+    for pool, when in sorted(others, key=lambda other: (other[1], other[0].name)):
+        if pool.name == mine.name or (when, pool.name) > (created, mine.name):
+            continue
+        lines.extend(clashes([Placed(source=f"created {when}", pool=pool), me]))
+    return lines
