@@ -76,3 +76,31 @@ def test_the_final_table_explains_ready_planned_and_since() -> None:
     assert "a Flagged pod also serves until its replacement is Ready" in legend
     assert "PLANNED: the actions DryRun would take (status.plannedActions)" in legend
     assert "SINCE: when the member entered its phase" in legend
+
+
+def test_a_condition_is_only_said_cleared_once_it_was_raised() -> None:
+    out = io.StringIO()
+    timeline = Timeline(clock=ManualClock(START), out=out)
+    for kind, status, reason in (
+        ("DeletionBlocked", "False", "TerminatingPods"),  # a deletion under way
+        ("DeletionBlocked", "True", "TerminateFailed"),
+        ("DeletionBlocked", "False", "TerminatingPods"),
+        ("Ready", "False", "Deleting"),
+        ("Ready", "True", "PodsReady"),
+    ):
+        timeline.emit(
+            "condition", pool="inference", type=kind, status=status, reason=reason, message="m"
+        )
+        # A loop's news between them, so no line is folded as a repeat of an earlier one.
+        timeline.emit(
+            "transition", pool="inference", pod="a1", reason="r", **{"from": "A", "to": "B"}
+        )
+    lines = out.getvalue().splitlines()
+    said = [line.split("  ", 2)[2] for line in lines if "a1" not in line]
+    assert said == [
+        "DeletionBlocked is False (TerminatingPods): m",
+        "DeletionBlocked raised (TerminateFailed): m",
+        "DeletionBlocked cleared (TerminatingPods): m",
+        "Ready is False (Deleting): m",
+        "Ready is True (PodsReady): m",
+    ]

@@ -48,6 +48,7 @@ class Timeline:
         self.records: list[dict[str, Any]] = []
         self._conditions: dict[str, dict[str, str]] = {}
         self._last_loop: dict[str, tuple[Any, ...]] = {}
+        self._conditions_told: set[tuple[str, str]] = set()
         self._last_plan: dict[str, tuple[str, ...]] = {}
         self._last_rollout: dict[str, tuple[Any, ...]] = {}
         self._said: set[tuple[Any, ...]] = set()  # repeatable lines since the last news
@@ -184,6 +185,20 @@ class Timeline:
 
     # -- text ----------------------------------------------------------------------------
 
+    def _condition_text(self, r: Mapping[str, Any]) -> str:
+        """`raised`/`cleared` for a problem condition that flips; a first appearance as
+        False (DeletionBlocked while a deletion progresses) and Ready, whose True is the good
+        news, say their status instead, so nothing reads as cleared that was never raised."""
+        key = (r["pool"], r["type"])
+        first = key not in self._conditions_told
+        self._conditions_told.add(key)
+        true = r["status"] == "True"
+        if r["type"] == "Ready" or (first and not true):
+            flag = f"is {r['status']}"
+        else:
+            flag = "raised" if true else "cleared"
+        return f"{r['type']} {flag} ({r['reason']}): {r['message']}"
+
     def _text(self, r: Mapping[str, Any]) -> str | None:
         at = clock_text(r["t"])
         kind = r["event"]
@@ -192,8 +207,7 @@ class Timeline:
         if kind == "action":
             return self._action_text(at, r)
         if kind == "condition":
-            flag = "raised" if r["status"] == "True" else "cleared"
-            return f"{at}  {r['pool']}  {r['type']} {flag} ({r['reason']}): {r['message']}"
+            return f"{at}  {r['pool']}  {self._condition_text(r)}"
         if kind == "loop":
             phases = r["members"]
             wired = tuple((pod, phases.get(pod, "?")) for pod in r["wired"])

@@ -126,6 +126,9 @@ def test_runpod_unreachable_blocks_the_deletion_until_it_answers() -> None:
         status, reason, message = blocked(s) or ("", "", "")
         assert (status, reason) == ("True", "RunPodUnavailable")
         assert "cannot be read" in message
+        # `kubectl describe rpp` says the same: one Warning Event, not one per loop.
+        raised = [e for e in s.world.kube.events if e["reason"] == "DeletionBlocked"]
+        assert [(e["type"], e["message"]) for e in raised] == [("Warning", message)]
         s.world.cloud.faults.clear()
         await loops_while_it_exists(s, 12)
         assert not exists(s)
