@@ -4,7 +4,10 @@
 # file checked against its sha256) and the package itself (its wheel, --no-deps); the
 # runtime stage copies that one directory, so no wheel or build tool is left in any layer.
 # Both stages use the same base, pinned by digest (a tag can be pushed again; a digest
-# cannot). Builds for linux/amd64 and linux/arm64 alike: the lock holds the hashes of every
+# cannot). Where the digest comes from: it is the one public Dockerfiles pin for
+# python:3.11.11-slim-bookworm; it was NOT read from Docker Hub when it was written here (no
+# registry access), so check it before a release with
+# `docker buildx imagetools inspect python:3.11.11-slim-bookworm` (Dependabot moves it). Builds for linux/amd64 and linux/arm64 alike: the lock holds the hashes of every
 # platform's wheels, and nothing here names an architecture.
 
 FROM python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5 AS build
