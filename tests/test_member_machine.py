@@ -701,3 +701,30 @@ def test_a_reused_machine_decides_exactly_like_a_fresh_one(case: Case) -> None:
         run(Case("Warming", "Warming", event="drain", reason="scale-down"))
     run(FIRES["Ready->Draining drain update"])  # leaves a different member behind
     assert run(case) == fresh_run(case)
+
+
+@pytest.mark.parametrize(
+    "case", [_param(n, c) for n, c in (FIRES | BLOCKED).items() if c.event == "observe"]
+)
+def test_may_move_says_whether_sending_observe_takes_a_transition(case: Case) -> None:
+    record = member(case.phase, **case.record)
+    now = T0 + dt.timedelta(seconds=case.after)
+    sig = signals(**case.signals)
+    machine = MemberMachine(MemberView(refresh(record, sig, now)))
+    answer = machine.may_move("observe", signals=sig, now=now, reason=None, image=None)
+    assert answer == bool(fresh_run(case).moves)
+
+
+def test_a_quiet_member_is_not_dispatched_through_the_library(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The driver asks may_move first: a Ready member with nothing new costs no send."""
+
+    def no_send(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("a quiet member was sent observe")
+
+    record = member("Ready", slot=2)
+    monkeypatch.setattr(MemberMachine, "send", no_send)
+    step = observe(record, signals=signals(probe=probe()), now=T0 + dt.timedelta(seconds=30))
+    assert (step.record.phase, step.record.slot, step.effects, step.moves) == ("Ready", 2, (), ())
+    assert step.record.pass_streak == record.pass_streak + 1  # this loop's facts, folded in

@@ -2,6 +2,9 @@
 record always survives the JSON round trip exactly, and effects come only from
 transitions.
 
+The driver's shortcut for quiet loops (`MemberMachine.may_move`, asked before sending
+`observe`) agrees with sending, on every random loop.
+
 "Effects come only from transitions", precisely: every event takes at most one move,
 and an event that takes none ("nothing applies this loop") emits nothing and keeps the
 phase. A move that changes phase may emit only the effect types the architecture table
@@ -21,8 +24,10 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rpp.machines.member import MemberMachine
 from rpp.machines.member_step import MemberStep, drain, observe, replacement_wired
-from rpp.machines.signals import MemberSignals
+from rpp.machines.member_view import MemberView
+from rpp.machines.signals import MemberSignals, refresh
 from rpp.model.codec import stamp
 from rpp.model.effects import RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
 from rpp.model.members import (
@@ -138,8 +143,8 @@ def starts(draw: st.DrawFn) -> MemberRecord:
     )
 
 
-def drive(record: MemberRecord, loop: Loop, now: dt.datetime) -> MemberStep:
-    sig = MemberSignals(
+def signals_of(loop: Loop) -> MemberSignals:
+    return MemberSignals(
         settings=SETTINGS,
         pod=POD if loop.listed else None,
         probe=loop.probe,
@@ -151,6 +156,10 @@ def drive(record: MemberRecord, loop: Loop, now: dt.datetime) -> MemberStep:
         offered_slot=loop.offered_slot,
         update_refused=loop.update_refused,
     )
+
+
+def drive(record: MemberRecord, loop: Loop, now: dt.datetime) -> MemberStep:
+    sig = signals_of(loop)
     if loop.order == "drain" and record.phase == "Ready":
         return drain(record, reason=loop.drain_reason, image=loop.image, signals=sig, now=now)
     if loop.order == "replacement_wired" and record.phase == "Flagged":
@@ -216,4 +225,24 @@ def test_random_loops_keep_the_machine_defined_persistable_and_effects_on_transi
             assert step.record.slot is not None, step
         record = step.record
         if step.gone:
+            break
+
+
+@settings(max_examples=200, deadline=None)
+@given(start=starts(), sequence=st.lists(loops, min_size=1, max_size=25))
+def test_may_move_agrees_with_sending_observe_on_random_loops(
+    start: MemberRecord, sequence: list[Loop]
+) -> None:
+    record, now = start, T0
+    for loop in sequence:
+        now += dt.timedelta(seconds=loop.after)
+        sig = signals_of(loop)
+        refreshed = refresh(record, sig, now)
+        asked = MemberMachine(MemberView(refreshed))
+        answer = asked.may_move("observe", signals=sig, now=now, reason=None, image=None)
+        sent = MemberMachine(MemberView(refreshed))
+        sent.send("observe", signals=sig, now=now, reason=None, image=None)
+        assert answer == bool(sent.view.moves), (refreshed, loop)
+        record = drive(record, loop, now).record
+        if record.phase == "Gone":
             break

@@ -38,6 +38,7 @@ from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
 from rpp.controller.reconcile_failed import ReconcileFailures
 from rpp.controller.watch import PoolWatch, generation, pool_name
+from rpp.decide.ownership import PodListing
 
 log = layer_logger("rpp.controller")
 
@@ -50,7 +51,8 @@ async def read_shared(runpod: RunPodClient) -> Shared:
     exception that ends the loop before any pool's status is written.
     """
     try:
-        pods: tuple[Any, ...] | None = tuple(await runpod.list_pods())
+        # Indexed once, on first use, for every pool of this loop.
+        pods: tuple[Any, ...] | None = PodListing(await runpod.list_pods())
         error = None
     except answers.RunPodError as err:
         pods, error = None, str(err)

@@ -69,9 +69,18 @@ class LoopState:
     effects: list[Effect] = field(default_factory=list)
     log: list[Note] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)
+    _pods: tuple[tuple[RunPodPod, ...] | None, dict[str, RunPodPod]] = field(
+        default=(None, {}), repr=False
+    )
 
     def pod(self, pod_id: str) -> RunPodPod | None:
-        return next((p for p in self.owned if p.id == pod_id), None)
+        """The owned pod with this id as RunPod listed it this loop (the first, if twice)."""
+        if self._pods[0] is not self.owned:  # indexed once per `owned`, not per lookup
+            by_id: dict[str, RunPodPod] = {}
+            for p in self.owned:
+                by_id.setdefault(p.id, p)
+            self._pods = (self.owned, by_id)
+        return self._pods[1].get(pod_id)
 
     def note(self, text: str, *, pod: str | None = None, effect: str | None = None) -> None:
         self.log.append(Note(text, pod=pod, effect=effect))

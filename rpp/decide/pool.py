@@ -27,6 +27,7 @@ rpp/decide/deletion.py.
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass
 
 from rpp.decide import (
@@ -199,6 +200,8 @@ def _drive_members(
         key=lambda m: (order.get(m.phase, 2), m.since, m.pod_id),
     )
     current = {m.pod_id: m for m in members}
+    # Who holds which slot, kept up to date member by member (not recounted for each).
+    holders = Counter(x.slot for x in current.values() if x.slot is not None)
     ports = slot_ports(loop.spec)
     rollout = loop.conds.status.rollout
     new_canary = (
@@ -217,9 +220,9 @@ def _drive_members(
             real.append(kept)
             continue
         verdict = health.members.get(m.pod_id)
-        used = {x.slot for x in current.values() if x.slot is not None}
-        others_wired = any(x.slot is not None for pid, x in current.items() if pid != m.pod_id)
-        free = [p for p in ports if p not in used]
+        mine = current[m.pod_id].slot
+        others_wired = holders.total() - (mine is not None) > 0
+        offered = next((p for p in ports if not holders[p]), None) if _may_be_wired(m) else None
         signals = MemberSignals(
             settings=loop.settings,
             pod=loop.pod(m.pod_id),
@@ -229,13 +232,17 @@ def _drive_members(
             reasons={} if verdict is None else verdict.reasons,
             pool_wide=health.pool_wide,
             last_wired=not others_wired,
-            offered_slot=free[0] if free and _may_be_wired(m) else None,
+            offered_slot=offered,
             update_refused=bool(m.update and m.update.refused),
             canary=m.pod_id == new_canary,
             canary_failure=canary.failure if canary and canary.pod_id == m.pod_id else None,
             rollback_to=canary.rollback_to if canary and canary.pod_id == m.pod_id else None,
         )
         step = member_step.observe(m, signals=signals, now=loop.now)
+        if mine is not None:
+            holders[mine] -= 1
+        if step.record.slot is not None:
+            holders[step.record.slot] += 1
         current[m.pod_id] = step.record
         planned.append(step.record)
         acts = [e for e in step.effects if not isinstance(e, RecordEvent)]

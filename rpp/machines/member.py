@@ -14,10 +14,11 @@ Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain
 `delete` (every member on its way out: the pool is being deleted).
 An event none of whose transitions applies is a no-op
 (`allow_event_without_transition`): a quiet loop takes no transition at all, which
-is most loops of most members and a third cheaper than an internal self-transition
-would be. The pool drives the machine through rpp/machines/member_step.py, which
-turns an order that moved nothing (sent to a member in the wrong phase, a bug in the
-pool) into a `ValueError`.
+is most loops of most members. The driver asks `may_move` first, which tries the same
+transitions' guards without the library's dispatch, and sends `observe` only when one
+passes (a quiet loop then costs a few guard calls). The pool drives the machine through
+rpp/machines/member_step.py, which turns an order that moved nothing (sent to a member
+in the wrong phase, a bug in the pool) into a `ValueError`.
 
 Quarantine: a wired Ready member whose last 2 probes failed hard (no connection, or
 RunPod's proxy answering 502, 503 or "pod not found") leaves nginx at once (Ready ->
@@ -35,14 +36,21 @@ and lets action exceptions propagate, so a failed decision never half-persists. 
 from __future__ import annotations
 
 import datetime as dt
-from typing import ClassVar
+import inspect
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from statemachine import State, StateMachine
+from statemachine.transition import Transition
 
 from rpp.machines.member_update import UpdateCallbacks
 from rpp.machines.member_view import MemberView, Move
 from rpp.machines.signals import UNREACHABLE, MemberSignals
 from rpp.model.members import DrainReason, MemberRecord, Phase, Quarantine, UpdateProgress
+
+Guards = tuple[tuple[Callable[..., Any], bool, tuple[str, ...]], ...]
+"""A transition's guards as direct calls: (bound method, the value it must return, its
+parameters). `unless` guards must return False."""
 
 
 def _elapsed(since: dt.datetime | None, now: dt.datetime) -> float:
@@ -138,6 +146,9 @@ class MemberMachine(UpdateCallbacks, StateMachine):
     def __init__(self, view: MemberView) -> None:
         # Every record's phase names a state: `Phase` is the states' values (tested).
         self.view = view
+        # Per (phase, event), the transitions the library would try, in its order, with
+        # their guards as direct calls where they can be (`may_move`).
+        self._tried: dict[tuple[str, str], tuple[tuple[Transition, Guards | None], ...]] = {}
         super().__init__(model=view, state_field="phase")
 
     def rehydrate(self, record: MemberRecord) -> MemberView:
@@ -148,6 +159,58 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         """
         self.view.load(record)
         return self.view
+
+    def may_move(self, event: str, **kwargs: Any) -> bool:
+        """Whether any of `event`'s transitions from the current phase passes its guards.
+
+        The driver asks this before sending `observe`: when it is False, sending would
+        take no transition (a no-op, `allow_event_without_transition`), so the quiet
+        loop of a quiet member skips the library's dispatch, most of a loop's cost. The
+        answer comes from this class's own transitions, tried in the library's order,
+        with their guards called with the kwargs `send` would get, so the rules stay
+        here, once (tests/test_member_machine.py checks the answer against `send`). A
+        transition with validators counts as one that may move: only sending runs them.
+        """
+        phase = str(self.view.phase)
+        tried = self._tried.get((phase, event))
+        if tried is None:
+            state = self.states_map[phase]
+            tried = tuple(
+                (t, self._direct_guards(t, kwargs))
+                for t in state.transitions
+                if not t.initial and t.match(event)
+            )
+            self._tried[(phase, event)] = tried
+        for transition, guards in tried:
+            if guards is None:
+                if self._callbacks.all(transition.cond.key, **kwargs):
+                    return True
+            elif all(
+                bool(guard(**{name: kwargs[name] for name in names})) is expected
+                for guard, expected, names in guards
+            ):
+                return True
+        return False
+
+    def _direct_guards(self, transition: Transition, kwargs: dict[str, Any]) -> Guards | None:
+        """The transition's guards as plain method calls: (method, expected, its params).
+
+        None when the library has to evaluate them: validators, a guard that is not one
+        of this class's methods (an expression such as "a and not b"), or one naming a
+        parameter `send` would not pass.
+        """
+        if list(transition.validators):
+            return None
+        guards = []
+        for spec in transition.cond:
+            method = getattr(self, str(spec.attr_name), None)
+            if not inspect.ismethod(method):
+                return None
+            names = tuple(inspect.signature(method).parameters)
+            if not set(names) <= kwargs.keys():
+                return None
+            guards.append((method, spec.expected_value is not False, names))
+        return tuple(guards)
 
     # --- guards: pure reads of the record, the signals and now ---------------------
 

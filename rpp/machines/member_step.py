@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from rpp.machines.member import MemberMachine
 from rpp.machines.member_view import MemberView, Move
@@ -60,9 +61,13 @@ def _run(
     image: str | None = None,
 ) -> MemberStep:
     machine = _machine(record)
+    # Every event gets the same kwargs, so no callback ever misses one it names.
+    kwargs: dict[str, Any] = {"signals": signals, "now": now, "reason": reason, "image": image}
+    if event == "observe" and not machine.may_move(event, **kwargs):
+        # No transition's guards pass: sending would change nothing (a quiet loop).
+        return MemberStep(record=record, effects=(), moves=())
     try:
-        # Every event gets the same kwargs, so no callback ever misses one it names.
-        machine.send(event, signals=signals, now=now, reason=reason, image=image)
+        machine.send(event, **kwargs)
     except BaseException:
         _machines.machine = None  # never reuse an engine that raised mid-event
         raise
