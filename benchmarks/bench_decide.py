@@ -43,6 +43,7 @@ from rpp.machines.member_step import new_member
 from rpp.model.observations import (
     PodMetrics,
     PodStatus,
+    PoolObject,
     PoolObservation,
     ProbeResult,
     PrometheusReading,
@@ -148,6 +149,7 @@ def fleet(members: int) -> list[PoolInputs]:
             ),
             slots=dict(slots.data),
             secret=SecretState(configured=True),
+            pool=PoolObject(finalizer=True),
         )
         fleet.append(PoolInputs(pool.name, pool.spec, PoolStatus(), obs))
     now = START

@@ -29,6 +29,7 @@ from rpp.model.status import PoolStatus
 
 # Phases whose pods the health rules judge (a warming pod has its warm-up timeout).
 JUDGED = frozenset({Phase.READY, Phase.FLAGGED})
+_CLEAR = HostNotice()  # a pod RunPod has no notice for (known clear)
 
 
 def judge(
@@ -46,7 +47,7 @@ def judge(
         m.pod_id: MemberObservation(
             probe=obs.probes.get(m.pod_id),
             metrics=reading.per_pod.get(m.pod_id),
-            notice=None if obs.notices is None else obs.notices.get(m.pod_id, HostNotice()),
+            notice=None if obs.notices is None else obs.notices.get(m.pod_id, _CLEAR),
         )
         for m in judged
     }

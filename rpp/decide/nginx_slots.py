@@ -224,12 +224,36 @@ def slot_targets(spec: RunPodPoolSpec, members: Sequence[MemberRecord]) -> dict[
 def render_for(
     *, pool: str, spec: RunPodPoolSpec, members: Sequence[MemberRecord], proxy_url: str
 ) -> WriteSlots:
+    # What the render depends on besides the spec, as plain tuples (cheap to compare).
+    key = (
+        proxy_url,
+        *(
+            (m.slot, m.pod_id, m.datacenter)
+            for m in members
+            if m.slot is not None and m.phase != Phase.GONE
+        ),
+    )
+    last = _rendered.get(pool)
+    if last is not None and last[0] is spec and last[1] == key:
+        return last[2]
     targets = slot_targets(spec, members)
     data = render_slots(pool=pool, spec=spec, slots=targets, proxy_url=proxy_url)
-    return WriteSlots(
+    write = WriteSlots(
         slots=tuple(sorted((port, t.pod_id) for port, t in targets.items())),
         data=tuple(sorted(data.items())),
     )
+    if len(_rendered) >= RENDERS_KEPT:
+        _rendered.clear()
+    _rendered[pool] = (spec, key, write)
+    return write
+
+
+# Per pool, its last render and what it was rendered from: every loop renders the slots
+# to compare them with the ConfigMap, and they rarely change. Reused only for the very
+# same spec object (the reconciler keeps one per pool until the spec changes; held here,
+# so it is never another's) and equal targets, so the answer is the render's, always.
+_rendered: dict[str, tuple[RunPodPoolSpec, tuple[object, ...], WriteSlots]] = {}
+RENDERS_KEPT = 4096
 
 
 def slots_effect(

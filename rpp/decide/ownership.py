@@ -45,8 +45,8 @@ class PodListing(tuple[RunPodPod, ...]):
     Still the tuple of pods in RunPod's order. The index groups them by name stem (the
     name up to and including its last '-': a pool's namePrefix is the stem of every
     name it owns by `owns_name`, as the prefix ends with '-' and the suffix has none)
-    and by id (for spec.adopt and the members). It only narrows the candidates: the
-    rule in `owned_pods` still decides.
+    and by id (for spec.adopt), and keeps the unreadable ones apart (a member's id holds
+    those). It only narrows the candidates: the rule in `owned_pods` still decides.
     """
 
     @functools.cached_property
@@ -64,14 +64,19 @@ class PodListing(tuple[RunPodPod, ...]):
             index.setdefault(pod.id, []).append((at, pod))
         return index
 
+    @functools.cached_property
+    def _unreadable(self) -> list[tuple[int, RunPodPod]]:
+        return [(at, pod) for at, pod in enumerate(self) if pod.unreadable is not None]
+
     def candidates(
-        self, spec: RunPodPoolSpec, ids: Iterable[str] = ()
+        self, spec: RunPodPoolSpec, members: Collection[str] = ()
     ) -> list[tuple[int, RunPodPod]]:
-        """Each pod named with the pool's prefix or with one of `ids`, once, with its
-        place in the listing."""
+        """Each pod named with the pool's prefix, adopted by it, or unreadable with a
+        member's id, once, with its place in the listing."""
         found = dict(self._by_stem.get(spec.name_prefix, ()))
-        for pod_id in ids:
+        for pod_id in spec.adopt:
             found.update(self._by_id.get(pod_id, ()))
+        found.update((at, pod) for at, pod in self._unreadable if pod.id in members)
         return list(found.items())
 
 
@@ -94,7 +99,7 @@ def owned_pods(
     listing = pods if isinstance(pods, PodListing) else PodListing(pods)
     found = [
         (p.id, at, p)
-        for at, p in listing.candidates(spec, (*spec.adopt, *members))
+        for at, p in listing.candidates(spec, members)
         if mine(p) and p.status is not PodStatus.TERMINATED
     ]
     return tuple(p for _, _, p in sorted(found, key=lambda f: f[:2]))

@@ -211,6 +211,8 @@ def _drive_members(
     )
     planned: list[MemberRecord] = []
     real: list[MemberRecord] = []
+    manage = loop.spec.mode is Mode.MANAGE
+    wired = holders.total()
     for m in members:
         if m.pod_id in loop.held:
             # RunPod's answer about this pod did not read: keep the record, move nothing.
@@ -221,7 +223,7 @@ def _drive_members(
             continue
         verdict = health.members.get(m.pod_id)
         mine = current[m.pod_id].slot
-        others_wired = holders.total() - (mine is not None) > 0
+        others_wired = wired - (mine is not None) > 0
         offered = next((p for p in ports if not holders[p]), None) if _may_be_wired(m) else None
         signals = MemberSignals(
             settings=loop.settings,
@@ -241,15 +243,20 @@ def _drive_members(
         step = member_step.observe(m, signals=signals, now=loop.now)
         if mine is not None:
             holders[mine] -= 1
+            wired -= 1
         if step.record.slot is not None:
             holders[step.record.slot] += 1
+            wired += 1
         current[m.pod_id] = step.record
         planned.append(step.record)
+        if not step.moves and not step.effects:  # a quiet member: planned is real
+            real.append(step.record)
+            continue
         acts = [e for e in step.effects if not isinstance(e, RecordEvent)]
         kept_real = refresh(m, signals, loop.now) if acts else step.record
         real.append(kept_real)
         loop.effects += step.effects
-        if loop.spec.mode is Mode.MANAGE or not acts:
+        if manage or not acts:
             loop.transition(m, step)
     return planned, real
 

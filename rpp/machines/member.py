@@ -185,10 +185,15 @@ class MemberMachine(UpdateCallbacks, StateMachine):
             if guards is None:
                 if self._callbacks.all(transition.cond.key, **kwargs):
                     return True
-            elif all(
-                bool(guard(**{name: kwargs[name] for name in names})) is expected
-                for guard, expected, names in guards
-            ):
+                continue
+            for guard, expected, names in guards:
+                if len(names) == 1:  # most guards read the signals, or only the record
+                    value = guard(kwargs[names[0]])
+                else:
+                    value = guard(*[kwargs[name] for name in names]) if names else guard()
+                if bool(value) is not expected:
+                    break
+            else:
                 return True
         return False
 
@@ -196,8 +201,8 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         """The transition's guards as plain method calls: (method, expected, its params).
 
         None when the library has to evaluate them: validators, a guard that is not one
-        of this class's methods (an expression such as "a and not b"), or one naming a
-        parameter `send` would not pass.
+        of this class's methods (an expression such as "a and not b"), or one with a
+        parameter `send` would not pass or that cannot be passed by position.
         """
         if list(transition.validators):
             return None
@@ -206,8 +211,10 @@ class MemberMachine(UpdateCallbacks, StateMachine):
             method = getattr(self, str(spec.attr_name), None)
             if not inspect.ismethod(method):
                 return None
-            names = tuple(inspect.signature(method).parameters)
-            if not set(names) <= kwargs.keys():
+            parameters = inspect.signature(method).parameters.values()
+            names = tuple(p.name for p in parameters)
+            positional = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in parameters)
+            if not positional or not set(names) <= kwargs.keys():
                 return None
             guards.append((method, spec.expected_value is not False, names))
         return tuple(guards)
