@@ -19,6 +19,9 @@ It recognises each query instead: the world tells it which text is which pool's
 - autoscaling: the value the scenario's last `load` event set (0 until then).
 
 The window is the first range selector in the query (`[5m]`), 5 minutes without one.
+Each pod's counters are kept as running totals after each answer (`Tally`), so a query
+reads two tallies per pod, the last one and the last one before its window, as
+`rate()` reads a counter at both ends of the range, instead of summing every answer.
 The numbers come from the traffic the world sends through RunPod's proxy to every wired
 pod (`record`), which is what the pod's own counters count: a request the pod never
 answered (dead, hung, a 502 or 524 from the proxy) is not in them. Only pods in an
@@ -29,8 +32,10 @@ gets Prometheus' 400 `bad_data`.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,7 +44,7 @@ from urllib.parse import parse_qs
 from rpp.adapters.clock import Clock
 from rpp.model.durations import DurationError, parse_duration
 from rpp.observe.prometheus import AUTOSCALING, ERROR_RATIO, LATENCY, POD_LABEL, REQUEST_RATE
-from rpp.sim.asgi_io import Receive, Scope, Send, read_request, reject_non_http, send_json
+from rpp.sim.asgi_io import Receive, Reply, Request, Scope, Send, asgi_app
 
 DEFAULT_WINDOW_S = 300.0
 KEEP_S = 3600.0  # answers older than the longest window anyone sensible asks for
@@ -56,12 +61,14 @@ class QueryError(Exception):
 
 
 @dataclass(frozen=True)
-class Answer:
-    """One request a pod answered: when (epoch seconds), how long it took, and if it failed."""
+class Tally:
+    """A pod's counters just after one answer: when (epoch seconds), and the requests
+    answered, their total duration and the failed ones so far."""
 
     at: float
-    duration: float
-    failed: bool
+    count: int = 0
+    duration: float = 0.0
+    failed: int = 0
 
 
 def window_of(promql: str) -> float:
@@ -76,7 +83,7 @@ def window_of(promql: str) -> float:
 
 
 class FakePrometheus:
-    """The `/api/v1/query` endpoint over the pods' answers; an ASGI app."""
+    """The `/api/v1/query` endpoint over the pods' answers: a responder, and ASGI."""
 
     def __init__(self, *, clock: Clock, resolve: Resolver, targets: Targets) -> None:
         self.clock = clock
@@ -84,15 +91,30 @@ class FakePrometheus:
         self.targets = targets
         self.loads: dict[str, float] = {}
         self.queries = 0
-        self._answers: defaultdict[str, deque[Answer]] = defaultdict(deque)
+        self._tallies: defaultdict[str, deque[Tally]] = defaultdict(deque)
+        self._forgotten: dict[str, Tally] = {}  # per pod, the last tally let go of
+        self._asgi = asgi_app(self.respond)
 
     def record(self, pod_id: str, *, duration: float, failed: bool) -> None:
         """The pod answered one request (its own counters moved)."""
         now = self.clock.now().timestamp()
-        answers = self._answers[pod_id]
-        answers.append(Answer(now, duration, failed))
-        while answers and answers[0].at < now - KEEP_S:
-            answers.popleft()
+        tallies = self._tallies[pod_id]
+        last = tallies[-1] if tallies else self._forgotten.get(pod_id, Tally(-math.inf))
+        tallies.append(
+            Tally(now, last.count + 1, last.duration + duration, last.failed + int(failed))
+        )
+        while tallies and tallies[0].at < now - KEEP_S:
+            self._forgotten[pod_id] = tallies.popleft()
+
+    def _within(self, pod_id: str, since: float) -> tuple[int, float, int]:
+        """Answers after `since`: how many, their total duration, how many failed."""
+        tallies = self._tallies.get(pod_id)
+        if not tallies:
+            return 0, 0.0, 0
+        before = bisect_right(tallies, since, key=lambda t: t.at)
+        start = tallies[before - 1] if before else self._forgotten.get(pod_id, Tally(0.0))
+        end = tallies[-1]
+        return end.count - start.count, end.duration - start.duration, end.failed - start.failed
 
     def set_load(self, pool: str, value: float) -> None:
         self.loads[pool] = value
@@ -113,31 +135,28 @@ class FakePrometheus:
         since = self.clock.now().timestamp() - window
         result = []
         for pod in sorted(self.targets(pool)):
-            recent = []
-            for answer in reversed(self._answers.get(pod, ())):
-                if answer.at <= since:
-                    break  # answers are in time order: the rest is older still
-                recent.append(answer)
+            count, duration, failed = self._within(pod, since)
             if field == REQUEST_RATE:
-                value = len(recent) / window
-            elif not recent:
+                value = count / window
+            elif not count:
                 value = math.nan
             elif field == LATENCY:
-                value = sum(a.duration for a in recent) / len(recent)
+                value = duration / count
             elif field == ERROR_RATIO:
-                value = sum(1 for a in recent if a.failed) / len(recent)
+                value = failed / count
             else:
                 raise QueryError(f"unknown query field {field}")
             result.append(({POD_LABEL: pod}, value))
         return result
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if await reject_non_http(scope, receive, send):
-            return
-        request = await read_request(scope, receive)
+        """The query API over ASGI (uvicorn, httpx.ASGITransport)."""
+        await self._asgi(scope, receive, send)
+
+    async def respond(self, request: Request) -> Reply:
+        """One request to the query API (the simulator's transport calls this directly)."""
         if request.path != "/api/v1/query":
-            await send_json(send, 404, {"status": "error", "error": "not found"})
-            return
+            return _json(404, {"status": "error", "error": "not found"})
         params = dict(request.query)
         if request.method == "POST":
             params.update(parse_qs(request.body.decode("utf-8", "replace")))
@@ -146,13 +165,15 @@ class FakePrometheus:
         try:
             vector = self.evaluate(query)
         except QueryError as err:
-            body = {"status": "error", "errorType": "bad_data", "error": str(err)}
-            await send_json(send, 400, body)
-            return
+            return _json(400, {"status": "error", "errorType": "bad_data", "error": str(err)})
         stamp = self.clock.now().timestamp()
         result = [{"metric": labels, "value": [stamp, _number(value)]} for labels, value in vector]
         data = {"resultType": "vector", "result": result}
-        await send_json(send, 200, {"status": "success", "data": data})
+        return _json(200, {"status": "success", "data": data})
+
+
+def _json(status: int, body: object) -> Reply:
+    return Reply(status, json.dumps(body).encode(), content_type="application/json")
 
 
 def _number(value: float) -> str:

@@ -6,46 +6,92 @@ sends the same httpx requests it would send to RunPod. Requests for a RunPod pro
 host (`{podId}-{port}.proxy.runpod.net`: every probe and all app traffic, most of a
 simulated loop) go straight to the proxy's `respond`, skipping the ASGI messages;
 everything else (the REST API, GraphQL, the fake's control routes) goes to the
-fallback transport, the cloud API over `httpx.ASGITransport`.
+fallback transport, the cloud API over `httpx.ASGITransport`. `ResponderTransport`
+serves any one responder so (the fake Prometheus).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import parse_qs
 
 import httpx
 
 from rpp.model.proxy_hosts import PROXY_SUFFIX
-from rpp.sim.asgi_io import Request, Responder, StreamCut
+from rpp.sim.asgi_io import Reply, Request, Responder, StreamCut
+
+HEADERS_KEPT = 4096  # answer header sets kept (bounded, whatever the answers)
+
+
+class ResponderTransport(httpx.AsyncBaseTransport):
+    """Every request to one responder, in-process (no ASGI messages, no sockets)."""
+
+    def __init__(self, respond: Responder) -> None:
+        self._respond = respond
+        # The fakes' view of each request that is sent again and again: the prober and
+        # the world's traffic build each pod's bodiless GETs once. Kept only while the
+        # request object lives.
+        self._seen: weakref.WeakKeyDictionary[httpx.Request, Request] = weakref.WeakKeyDictionary()
+        # Answer headers by (status, type, extra headers, length): most answers repeat.
+        self._headers: dict[tuple[Any, ...], httpx.Headers] = {}
+
+    def knows(self, request: httpx.Request) -> bool:
+        """This request object was sent here before (so no need to look at its host)."""
+        return request in self._seen
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        fake = self._seen.get(request)
+        if fake is None:
+            fake = await _request(request)
+            if fake.method in ("GET", "HEAD") and not fake.body:
+                self._seen[request] = fake
+        reply = await self._respond(fake)
+        if reply.chunks is not None:
+            headers = list(reply.headers)
+            if reply.content_type is not None:
+                headers.append(("content-type", reply.content_type))
+            return httpx.Response(
+                reply.status, headers=headers, stream=_Chunks(reply.chunks), request=request
+            )
+        body = b"" if fake.method == "HEAD" else reply.body
+        # A stream, as a network transport returns: the caller reads it (`content=` would
+        # read it here and re-derive the headers, a third of this method's cost).
+        return httpx.Response(
+            reply.status,
+            headers=self._answer_headers(reply),
+            stream=httpx.ByteStream(body),
+            request=request,
+        )
+
+    def _answer_headers(self, reply: Reply) -> httpx.Headers:
+        key = (reply.status, reply.content_type, reply.headers, len(reply.body))
+        headers = self._headers.get(key)
+        if headers is None:
+            listed = list(reply.headers)
+            if reply.content_type is not None:
+                listed.append(("content-type", reply.content_type))
+            listed.append(("content-length", str(len(reply.body))))
+            if len(self._headers) >= HEADERS_KEPT:
+                self._headers.clear()
+            headers = self._headers[key] = httpx.Headers(listed)  # each answer copies it
+        return headers
 
 
 class InProcessTransport(httpx.AsyncBaseTransport):
     """Proxy hosts to a responder, other hosts to `fallback`."""
 
     def __init__(self, *, proxy: Responder, fallback: httpx.AsyncBaseTransport) -> None:
-        self._proxy = proxy
+        self._proxy = ResponderTransport(proxy)
         self._fallback = fallback
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        host = request.headers.get("host", request.url.host).rsplit(":", 1)[0].lower()
-        if not host.endswith(PROXY_SUFFIX):
-            return await self._fallback.handle_async_request(request)
-        reply = await self._proxy(await _request(request))
-        headers = list(reply.headers)
-        if reply.content_type is not None:
-            headers.append(("content-type", reply.content_type))
-        if reply.chunks is not None:
-            return httpx.Response(
-                reply.status, headers=headers, stream=_Chunks(reply.chunks), request=request
-            )
-        headers.append(("content-length", str(len(reply.body))))
-        body = b"" if request.method == "HEAD" else reply.body
-        # A stream, as a network transport returns: the caller reads it (`content=` would
-        # read it here and re-derive the headers, a third of this method's cost).
-        return httpx.Response(
-            reply.status, headers=headers, stream=httpx.ByteStream(body), request=request
-        )
+        if not self._proxy.knows(request):
+            host = request.headers.get("host", request.url.host).rsplit(":", 1)[0].lower()
+            if not host.endswith(PROXY_SUFFIX):
+                return await self._fallback.handle_async_request(request)
+        return await self._proxy.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self._fallback.aclose()

@@ -7,18 +7,18 @@ in rpp/sim/proxy.py); the tests and the benchmark serve it over real HTTP (uvico
 real pod shows them:
 
 - the health path answers 200;
-- the metrics path answers Prometheus text from the pod's own prometheus_client
-  registry: `process_start_time_seconds`, `*_created` samples, a request latency
-  histogram, a request counter, a 5xx counter and a queue gauge;
+- the metrics path answers Prometheus text, the page prometheus_client renders for the
+  process's metrics (rpp/sim/pod_metrics.py): `process_start_time_seconds`, `*_created`
+  samples, a request latency histogram, a request counter, a 5xx counter and a queue
+  gauge;
 - the app paths serve inference-shaped work (rpp/sim/inference_work.py): `/generate`
   (and `/`) a whole JSON answer after the request's own `seconds` or the pod's latency,
   `/stream` server-sent events; each piece of work goes into the shared `WorkLog`.
 
 Time comes from the injected `Clock` (process start, `*_created`) and from the running
 event loop (`asyncio.sleep`, latency measurement), so a virtual-time loop skips the
-waits. prometheus_client stamps `*_created` with `time.time()`; the exposed registry
-rewrites those samples to the pod's process start, which is what a restarted process
-would show and what restart detection reads.
+waits. Every `*_created` sample is the pod's process start, which is what a restarted
+process would show and what restart detection reads.
 
 Knobs: `die()` (the service stops; behind the proxy that is a 502), `hang()` (requests
 never answer until released), `fail_after(s)` (every request fails s seconds into it),
@@ -38,11 +38,7 @@ import asyncio
 import datetime as dt
 import hmac
 import random
-from collections.abc import Iterable, MutableMapping
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
+from collections.abc import MutableMapping
 
 from rpp.adapters.clock import Clock
 from rpp.sim.asgi_io import Receive, Reply, Request, Scope, Send, asgi_app
@@ -59,48 +55,10 @@ from rpp.sim.inference_work import (
     stream_events,
     wake_all,
 )
+from rpp.sim.pod_metrics import ProcessMetrics
 
 METRICS_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus text format
 APP_PATHS = frozenset({"/", "/generate"})
-# Buckets around what the health rules care about: tens of ms to tens of seconds.
-LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-
-
-class _ProcessMetrics:
-    """One process's metrics; a restart builds a fresh one, as a new process would."""
-
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        self.requests = Counter("app_requests", "App requests served.", registry=self.registry)
-        self.errors = Counter(
-            "app_requests_failed", "App requests answered with a 5xx.", registry=self.registry
-        )
-        self.duration = Histogram(
-            "app_request_duration_seconds",
-            "Time to answer an app request.",
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
-        self.queue = Gauge("app_queue_length", "App requests in flight.", registry=self.registry)
-
-
-class _StartStampedCollector(Collector):
-    """Exposes a process's metrics with every `*_created` sample at the process start."""
-
-    def __init__(self, pod: FakeInferencePod) -> None:
-        self._pod = pod
-
-    def collect(self) -> Iterable[Metric]:
-        start = self._pod.process_start.timestamp()
-        started = Metric("process_start_time_seconds", "Start time of the process.", "gauge")
-        started.add_sample("process_start_time_seconds", {}, start)
-        yield started
-        for family in self._pod.process_registry.collect():
-            family.samples = [
-                s._replace(value=start) if s.name.endswith("_created") else s
-                for s in family.samples
-            ]
-            yield family
 
 
 class FakeInferencePod:
@@ -129,10 +87,7 @@ class FakeInferencePod:
         self.token_param = token_param
         self._token = metrics_token
         self.process_start = process_start or clock.now()
-        self._metrics = _ProcessMetrics()
-        self._page: bytes | None = None
-        self._exposed = CollectorRegistry()
-        self._exposed.register(_StartStampedCollector(self))
+        self._metrics = ProcessMetrics(start=self.process_start.timestamp())
         self._asgi = asgi_app(self.respond)
         self._clock = clock
         self._work_log = work_log
@@ -194,8 +149,7 @@ class FakeInferencePod:
     def restart(self, now: dt.datetime) -> None:
         """A new process: new start time, fresh counters, serving, nothing hung."""
         self.process_start = now
-        self._metrics = _ProcessMetrics()
-        self._page = None
+        self._metrics = ProcessMetrics(start=now.timestamp())
         self._set_mode(ServiceMode.HEALTHY)
 
     def stop(self) -> None:
@@ -217,20 +171,9 @@ class FakeInferencePod:
 
     # -- serving -----------------------------------------------------------------------
 
-    @property
-    def process_registry(self) -> CollectorRegistry:
-        """The current process's own metrics (fresh after each restart)."""
-        return self._metrics.registry
-
     def metrics_text(self) -> bytes:
-        """The metrics page, as the metrics path serves it.
-
-        Rendered once per change (a request served, a restart): the simulator probes every
-        pod every loop, and rendering the page is most of a probe's cost there.
-        """
-        if self._page is None:
-            self._page = generate_latest(self._exposed)
-        return self._page
+        """The metrics page, as the metrics path serves it (rpp/sim/pod_metrics.py)."""
+        return self._metrics.page()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The pod's service over ASGI (uvicorn in tests and benchmarks)."""
@@ -286,8 +229,7 @@ class FakeInferencePod:
         self._works.add(work)
         metrics = self._metrics
         started = asyncio.get_running_loop().time()
-        self._page = None
-        metrics.queue.inc()
+        metrics.started()
         if order.kind == "stream":
             return Reply(
                 200,
@@ -309,7 +251,7 @@ class FakeInferencePod:
         self._error_credit += max(self._error_ratio, self._image.error_ratio)
         if self._error_credit >= 1.0:
             self._error_credit -= 1.0
-            metrics.errors.inc()
+            metrics.errored()
             return Reply(500, b"inference failed\n", content_type="text/plain")
         return answer(work, order, self.pod_id)
 
@@ -317,11 +259,9 @@ class FakeInferencePod:
         """Work ended (any way): out of the queue, counted, logged."""
         self._works.discard(work)
         work.finish(outcome)
-        metrics = self._metrics
-        self._page = None
-        metrics.queue.dec()
-        metrics.requests.inc()
-        metrics.duration.observe(asyncio.get_running_loop().time() - started)
+        metrics = self._metrics  # the process's now: a restart in between starts anew
+        metrics.left()
+        metrics.answered(duration=asyncio.get_running_loop().time() - started)
 
 
 class HostRouter:

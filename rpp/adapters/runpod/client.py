@@ -80,6 +80,7 @@ log = layer_logger("rpp.adapters.runpod")
 
 DEFAULT_BASE_URL = "https://api.runpod.io"
 DEFAULT_MAX_ANSWER_BYTES = 16 << 20
+URLS_KEPT = 4096  # parsed URLs of API paths kept (a few, plus one per pod acted on)
 USER_AGENT = f"runpod-pool-controller/{__version__} (python-httpx/{httpx.__version__})"
 
 T = TypeVar("T")
@@ -155,6 +156,7 @@ class RunPodClient:
         self._max_answer_bytes = max_answer_bytes
         self._unreadable_seen = 0  # odd pods of the last listing, to log only changes
         self.base_url = base_url.rstrip("/")
+        self._urls: dict[str, httpx.URL] = {}
         self._secret = api_key.encode()
         self._attempt_timeout = connect_timeout + read_timeout
         self._retry_deadline = retry_deadline
@@ -403,7 +405,7 @@ class RunPodClient:
         json_body: Any,
     ) -> tuple[int, httpx.Headers, bytearray | _TooLarge]:
         """Send one request; read its answer as a stream, never past the answer limit."""
-        request = self._http.build_request(method, path, params=params, json=json_body)
+        request = self._http.build_request(method, self._url(path), params=params, json=json_body)
         response = await self._http.send(request, stream=True)
         try:
             body: bytearray | _TooLarge = await _read_bounded(response, self._max_answer_bytes)
@@ -412,6 +414,16 @@ class RunPodClient:
         finally:
             await response.aclose()
         return response.status_code, response.headers, body
+
+    def _url(self, path: str) -> httpx.URL:
+        """The absolute URL of an API path, parsed once: the same few paths are called
+        every loop, and joining them to the base URL again was a tenth of a call."""
+        url = self._urls.get(path)
+        if url is None:
+            if len(self._urls) >= URLS_KEPT:  # pod paths come and go with their pods
+                self._urls.clear()
+            url = self._urls[path] = httpx.URL(self.base_url + path)
+        return url
 
     def _parse(
         self, operation: str, status: int, parse: Callable[[bytearray], T], body: bytearray
