@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import datetime as dt
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,7 +37,8 @@ from rpp.decide import fold
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
-from rpp.model.clashes import created, held_back
+from rpp.model.clashes import REASON as CLASH
+from rpp.model.clashes import Stored, held_back
 from rpp.model.codec import StatusFormatError
 from rpp.model.effects import RemoveFinalizer
 from rpp.model.observations import (
@@ -144,12 +144,12 @@ class PoolReconciler:
             log.error("status unreadable, not acting: %s", err)
             return PoolResult(name, None, (), None, False, error=f"status unreadable: {err}")
         pool, problems = self._load(name, obj)
-        if pool is not None:
-            problems = self._clashes(pool, obj, shared)
-            pool = None if problems else pool
-        if pool is None:
-            now = self.clock.now()
-            return await self._invalid(obj, status, problems, now=now, generation=generation)
+        clashes = [] if pool is None else self._clashes(pool, obj, shared)
+        if pool is None or clashes:
+            reason = CLASH if clashes else "ValidationFailed"
+            return await self._invalid(
+                obj, status, problems or clashes, generation=generation, reason=reason
+            )
         spec = pool.spec
         obs, env = await self._observe(spec, status, shared, name)
         other = self.writers.evidence(name, status)
@@ -232,11 +232,12 @@ class PoolReconciler:
         return pool, problems
 
     def _clashes(self, pool: Pool, obj: Mapping[str, Any], shared: Shared) -> list[str]:
-        """What `rpp validate` would say of this pool beside the older pools listed."""
+        """What `rpp validate` would say of this pool beside the others listed, if it is
+        the one of a clashing pair that waits."""
         named = [(str((o.get("metadata") or {}).get("name") or ""), o) for o in shared.pools]
-        loaded = [(self._load(n, o)[0], created(o)) for n, o in named if n and n != pool.name]
-        others = [(p, when) for p, when in loaded if p is not None]
-        return held_back(pool, created=created(obj), others=others)
+        loaded = [(self._load(n, o)[0], o) for n, o in named if n and n != pool.name]
+        others = [Stored.from_object(p, o) for p, o in loaded if p is not None]
+        return held_back(Stored.from_object(pool, obj), others)
 
     async def _observe(
         self, spec: RunPodPoolSpec, status: PoolStatus, shared: Shared, name: str
@@ -288,10 +289,11 @@ class PoolReconciler:
         status: PoolStatus,
         problems: list[Any],
         *,
-        now: dt.datetime,
         generation: int,
+        reason: str,
     ) -> PoolResult:
         name = str(obj["metadata"]["name"])
+        now = self.clock.now()
         conds = Conditions(status, now=now, generation=generation)
         listing = "; ".join(str(p) for p in problems)
         deleting = ""
@@ -303,7 +305,7 @@ class PoolReconciler:
         conds.set(
             Cond.INVALID_SPEC,
             true=True,
-            reason="ValidationFailed",
+            reason=reason,
             message=f"{deleting}the spec has {len(problems)} problem(s), nothing is done until "
             f"they are fixed: {listing}",
         )

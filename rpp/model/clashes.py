@@ -13,8 +13,9 @@ without metadata.namespace goes wherever it is applied, so it is compared with e
 namespace. Pod names and ids are RunPod's, one space for the whole account.
 
 The CRD judges one object at a time and cannot see these; the controller can, and
-holds the later of two clashing pools (`held_back`, InvalidSpec), so a pool applied
-with kubectl gets the verdict `rpp validate` gives for its files together.
+holds one of two clashing pools (`held_back`, InvalidSpec), so a pool applied with
+kubectl gets the verdict `rpp validate` gives for its files together while the pool it
+would fight keeps acting.
 """
 
 from __future__ import annotations
@@ -85,25 +86,63 @@ def clashes(pools: Sequence[Placed]) -> list[str]:
     return [line for a, b in combinations(pools, 2) for line in _pair(a, b)]
 
 
-def created(obj: Mapping[str, Any]) -> str:
-    """A stored pool's metadata.creationTimestamp ("" if it has none)."""
-    return str((obj.get("metadata") or {}).get("creationTimestamp") or "")
+REASON = "ClashesWithPool"
+"""InvalidSpec's reason on a pool held for a clash: it keeps yielding while it lasts."""
 
 
-def held_back(mine: Pool, *, created: str, others: Iterable[tuple[Pool, str]]) -> list[str]:
+@dataclass(frozen=True, kw_only=True)
+class Stored:
+    """A valid pool as the API server stores it, with what decides which of two clashing
+    pools keeps acting."""
+
+    pool: Pool
+    created: str  # metadata.creationTimestamp (RFC 3339: sorts in time order)
+    changed: bool  # its spec changed since the controller last judged it
+    held: bool  # it already waits for a clash (InvalidSpec, REASON)
+
+    @classmethod
+    def from_object(cls, pool: Pool, obj: Mapping[str, Any]) -> Stored:
+        meta = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        observed = status.get("observedGeneration")
+        generation = meta.get("generation")
+        conditions = status.get("conditions") or []
+        held = any(
+            isinstance(c, Mapping)
+            and c.get("type") == "InvalidSpec"
+            and c.get("status") == "True"
+            and c.get("reason") == REASON
+            for c in conditions
+        )
+        return cls(
+            pool=pool,
+            created=str(meta.get("creationTimestamp") or ""),
+            changed=observed != generation,
+            held=held,
+        )
+
+    def yields_to(self, other: Stored) -> bool:
+        """Of two clashing pools, whether this one waits: one already waiting keeps
+        waiting, then the one whose spec just changed (the change made the clash), then
+        the one created later (then by name)."""
+        key = (self.held, self.changed, self.created, self.pool.name)
+        return key > (other.held, other.changed, other.created, other.pool.name)
+
+
+def held_back(mine: Stored, others: Iterable[Stored]) -> list[str]:
     """The clashes that keep `mine` from acting in the cluster, one line each.
 
     The API server admits each pool on its own, so two pools that would fight can both
-    be stored. The controller then does what `rpp validate` would have said: the pool
-    created first (metadata.creationTimestamp, then name) keeps acting, and each later
-    one that clashes with it waits, with these lines in InvalidSpec, until one of them
-    is changed. `others` are the other valid pools of the namespace with their
-    creationTimestamp (RFC 3339, so they sort in time order).
+    be stored. The controller gives the verdict `rpp validate` gives for both files,
+    on one of them only, so the other keeps acting: of each clashing pair, the one that
+    yields (`Stored.yields_to`) waits in InvalidSpec with these lines until one of them
+    is changed. A pool applied next to a running one waits; so does a running pool
+    edited into a clash, whatever its age.
     """
-    me = Placed(source=f"created {created}", pool=mine)
+    me = Placed(source=f"created {mine.created}", pool=mine.pool)
     lines: list[str] = []
-    for pool, when in sorted(others, key=lambda other: (other[1], other[0].name)):
-        if pool.name == mine.name or (when, pool.name) > (created, mine.name):
+    for other in sorted(others, key=lambda o: (o.created, o.pool.name)):
+        if other.pool.name == mine.pool.name or not mine.yields_to(other):
             continue
-        lines.extend(clashes([Placed(source=f"created {when}", pool=pool), me]))
+        lines.extend(clashes([Placed(source=f"created {other.created}", pool=other.pool), me]))
     return lines
