@@ -97,6 +97,26 @@ def test_a_running_pool_edited_into_a_clash_waits_and_the_pool_it_would_fight_ac
     run_virtual(body)
 
 
+def test_two_clashing_pools_applied_together_are_not_both_acted_on_through_the_watch() -> None:
+    async def body(clock: VirtualClock) -> None:
+        w = world(clock)
+        w.apply_pool(manifest("inference"))
+        w.apply_pool(manifest("batch", namePrefix="rpp-inference-"))
+        # The watch sees both before any loop has listed them.
+        for pool in ("inference", "batch"):
+            await w.controller.loop.reconcile_now(pool)
+        await loops(w, 12)
+
+        held = [pool for pool in ("inference", "batch") if invalid(w, pool)]
+        assert held == ["inference"]  # created in the same second: the name decides
+        assert status(w, "inference").create_log == ()
+        assert status(w, "batch").ready == 2
+        assert len(w.cloud.pods) == 2
+        await w.close()
+
+    run_virtual(body)
+
+
 def stored(name: str, created: str, *, changed: bool = False, held: bool = False) -> Stored:
     pool, problems = load_pool(manifest(name, adopt=["abcdefgh1234"]))
     assert pool is not None, problems

@@ -152,8 +152,17 @@ class ControllerLoop:
                 return None  # the periodic loop already reconciled this generation
             what = "spec changed" if name in self._generations else "new pool"
             log.info("%s (generation %d), reconciling now", what, generation(obj))
-            shared = dataclasses.replace(await read_shared(self.runpod), pools=self._listed)
+            shared = dataclasses.replace(await read_shared(self.runpod), pools=await self._list())
             return await self._reconcile(obj, shared)
+
+    async def _list(self) -> tuple[Mapping[str, Any], ...]:
+        """The pools as they are now, for a reconcile between loops: two pools applied
+        together must each see the other, or both act before a loop lists them both."""
+        try:
+            self._listed = tuple(await self.kube.list_pools())
+        except KubeError as err:
+            log.warning("cannot list the pools, judging against the last listing: %s", err)
+        return self._listed
 
     async def _locked(
         self, obj: Mapping[str, Any], shared: Shared, *, listed_at: float
