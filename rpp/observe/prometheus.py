@@ -47,7 +47,7 @@ ERROR_RATIO = "errorRatioQuery"
 REQUEST_RATE = "requestRateQuery"
 AUTOSCALING = "autoscaling.query"
 PER_POD = (LATENCY, ERROR_RATIO, REQUEST_RATE)
-QUERY_URLS_KEPT = 1024  # encoded query URLs kept (four queries per pool)
+QUERY_REQUESTS_KEPT = 1024  # built query requests kept (four queries per pool)
 # What each query feeds: named in problem lines so the condition says what is off.
 FEEDS = {
     LATENCY: "RelativeLatency",
@@ -109,7 +109,7 @@ class PrometheusClient:
         self._client = client
         self._timeout_s = timeout_s
         self._shown = _display(self._base_url) if self._base_url else "(none)"
-        self._urls: dict[str, httpx.URL] = {}
+        self._requests: dict[str, httpx.Request] = {}
 
     async def read(self, queries: PoolQueries, *, pool: str = "") -> PrometheusReading:
         """Run the pool's queries concurrently; never raises for Prometheus' failures."""
@@ -162,9 +162,9 @@ class PrometheusClient:
         if self._base_url is None:
             raise PrometheusQueryError("PROMETHEUS_URL is not set")
         try:
-            url = self._query_url(promql)
+            request = self._query_request(promql)
             async with asyncio.timeout(self._timeout_s):
-                response = await self._client.get(url)
+                response = await self._client.send(request)
         except TimeoutError:
             raise PrometheusQueryError(
                 f"Prometheus at {self._shown} did not answer within {self._timeout_s:g}s"
@@ -185,16 +185,19 @@ class PrometheusClient:
             )
         return _series(body.get("data"))
 
-    def _query_url(self, promql: str) -> httpx.URL:
-        """The query's URL, encoded once per query text: a pool asks the same queries
-        every loop, and encoding a PromQL query into a URL was most of asking it."""
-        url = self._urls.get(promql)
-        if url is None:
-            if len(self._urls) >= QUERY_URLS_KEPT:  # spec changes bring new texts
-                self._urls.clear()
-            base = httpx.URL(f"{self._base_url}/api/v1/query")
-            url = self._urls[promql] = base.copy_merge_params({"query": promql})
-        return url
+    def _query_request(self, promql: str) -> httpx.Request:
+        """The query's GET, built once per query text and sent again: a pool asks the
+        same queries every loop, and encoding a PromQL query into a URL and merging the
+        client's defaults into a request was most of asking it. A bodiless GET is the
+        same request every time."""
+        request = self._requests.get(promql)
+        if request is None:
+            if len(self._requests) >= QUERY_REQUESTS_KEPT:  # spec changes bring new texts
+                self._requests.clear()
+            url = f"{self._base_url}/api/v1/query"
+            request = self._client.build_request("GET", url, params={"query": promql})
+            self._requests[promql] = request
+        return request
 
     def _report(self, pool: str, reading: PrometheusReading) -> PrometheusReading:
         for problem in reading.problems:

@@ -32,6 +32,7 @@ gets Prometheus' 400 `bad_data`.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -71,6 +72,7 @@ class Tally:
     failed: int = 0
 
 
+@functools.lru_cache(maxsize=1024)  # the pools ask the same few texts every loop
 def window_of(promql: str) -> float:
     """The first range selector's length in seconds, or the default 5 minutes."""
     match = _RANGE.search(promql)

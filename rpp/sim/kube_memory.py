@@ -198,6 +198,11 @@ class MemoryKubeApi:
         """Whether the pool exists (a deleted one held by a finalizer still does)."""
         return name in self._pools
 
+    def config_map_version(self, name: str) -> str:
+        """The ConfigMap's resourceVersion ("" while there is none): changes with it."""
+        found = self._config_maps.get(name)
+        return "" if found is None else str(found["metadata"].get("resourceVersion", ""))
+
     def config_map(self, name: str) -> StoredConfigMap | None:
         """The ConfigMap as stored, for assertions."""
         found = self._config_maps.get(name)
@@ -225,8 +230,10 @@ class MemoryKubeApi:
         self._call("update", resource, name)
         pool = self._existing(self._pools, "update", resource, name)
         self._check_version(pool, "update", resource, resource_version)
-        pool["status"] = _clone(dict(status))
+        text = json.dumps(dict(status))  # what the wire would carry
+        pool["status"] = json.loads(text)
         self._bump(pool)
+        self._keep_text(pool, status_text=text)
         self._notify("MODIFIED", pool)
         return self._copy(pool)
 
@@ -416,6 +423,17 @@ class MemoryKubeApi:
         self._bump(pool)
         self._notify("MODIFIED", pool)
         return self._copy(pool)
+
+    def _keep_text(self, pool: dict[str, Any], *, status_text: str) -> None:
+        """The pool's JSON text with its status already encoded: the status is most of a
+        pool, and a status write would otherwise encode it twice (once to store a copy,
+        once for the copies handed out). Byte for byte what `json.dumps(pool)` gives."""
+        if next(reversed(pool)) != "status":
+            return  # the status is not the last field: `_copy` encodes the whole pool
+        head = json.dumps({key: value for key, value in pool.items() if key != "status"})
+        meta = pool["metadata"]  # so `head` is never "{}"
+        text = f'{head[:-1]}, "status": {status_text}}}'
+        self._pool_text[meta["name"]] = (str(meta["resourceVersion"]), text)
 
     def _copy(self, pool: dict[str, Any]) -> dict[str, Any]:
         """A caller's own copy of a stored pool (every change bumps its resourceVersion)."""

@@ -21,6 +21,7 @@ and what restart detection reads (rpp/observe/metrics_text.py). A restart is a n
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import cast
@@ -28,7 +29,8 @@ from typing import cast
 from prometheus_client import utils
 
 # prometheus_client's own number format ("3.0", "1.7672256e+09", "+Inf"); it is untyped.
-_go = cast(Callable[[float], str], utils.floatToGoString)
+# Kept per value: a page is mostly the same few counts (the histogram's buckets).
+_go = functools.lru_cache(maxsize=4096)(cast(Callable[[float], str], utils.floatToGoString))
 
 # Buckets around what the health rules care about: tens of ms to tens of seconds.
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

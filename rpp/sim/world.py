@@ -203,6 +203,8 @@ class World:
         self.pods: dict[str, FakeInferencePod] = {}
         self.created: list[tuple[str, str]] = []  # (pod id, name), every pod ever, in order
         self._specs: dict[str, RunPodPoolSpec] = {}
+        # Per pool: the slots ConfigMap's name and resourceVersion, and its wired pods.
+        self._targets: dict[str, tuple[str, str, list[str]]] = {}
         self._queries: dict[str, tuple[str, str]] = {}
         self._traffic_tasks: set[asyncio.Task[None]] = set()
         self.cloud = ObservedCloud(
@@ -334,8 +336,19 @@ class World:
     def targets(self, pool: str) -> list[str]:
         """The pods in the pool's nginx slots: nginx's upstreams and /sd/<pool>'s targets."""
         spec = self._specs.get(pool)
-        stored = self.kube.config_map(spec.nginx.slots_config_map) if spec else None
-        return sorted(set(wired_pods(stored.data if stored else None).values()))
+        if spec is None:
+            return []
+        name = spec.nginx.slots_config_map
+        # Read again only when the ConfigMap changed: the traffic and every Prometheus
+        # query ask this, and parsing the slot index each time was a tenth of a query.
+        version = self.kube.config_map_version(name)
+        known = self._targets.get(pool)
+        if known is not None and known[:2] == (name, version):
+            return list(known[2])
+        stored = self.kube.config_map(name)
+        found = sorted(set(wired_pods(stored.data if stored else None).values()))
+        self._targets[pool] = (name, version, found)
+        return list(found)
 
     def pool_pod(self, pool: str, number: int) -> str | None:
         """The id of the pool's `number`th pod by creation (from 1), or None."""

@@ -81,6 +81,7 @@ log = layer_logger("rpp.adapters.runpod")
 DEFAULT_BASE_URL = "https://api.runpod.io"
 DEFAULT_MAX_ANSWER_BYTES = 16 << 20
 URLS_KEPT = 4096  # parsed URLs of API paths kept (a few, plus one per pod acted on)
+BARE_KEPT = 256  # built bodiless requests without parameters kept (the listing, a pod's GET)
 USER_AGENT = f"runpod-pool-controller/{__version__} (python-httpx/{httpx.__version__})"
 
 T = TypeVar("T")
@@ -157,6 +158,7 @@ class RunPodClient:
         self._unreadable_seen = 0  # odd pods of the last listing, to log only changes
         self.base_url = base_url.rstrip("/")
         self._urls: dict[str, httpx.URL] = {}
+        self._bare: dict[tuple[str, str], httpx.Request] = {}
         self._secret = api_key.encode()
         self._attempt_timeout = connect_timeout + read_timeout
         self._retry_deadline = retry_deadline
@@ -405,7 +407,12 @@ class RunPodClient:
         json_body: Any,
     ) -> tuple[int, httpx.Headers, bytearray | _TooLarge]:
         """Send one request; read its answer as a stream, never past the answer limit."""
-        request = self._http.build_request(method, self._url(path), params=params, json=json_body)
+        if params is None and json_body is None:
+            request = self._bare_request(method, path)
+        else:
+            request = self._http.build_request(
+                method, self._url(path), params=params, json=json_body
+            )
         response = await self._http.send(request, stream=True)
         try:
             body: bytearray | _TooLarge = await _read_bounded(response, self._max_answer_bytes)
@@ -414,6 +421,18 @@ class RunPodClient:
         finally:
             await response.aclose()
         return response.status_code, response.headers, body
+
+    def _bare_request(self, method: str, path: str) -> httpx.Request:
+        """A request without body or parameters, built once and sent again: the listing
+        is asked every loop, and merging the client's defaults into a new request each
+        time was a tenth of the call. Such a request never changes."""
+        request = self._bare.get((method, path))
+        if request is None:
+            if len(self._bare) >= BARE_KEPT:
+                self._bare.clear()
+            request = self._http.build_request(method, self._url(path))
+            self._bare[(method, path)] = request
+        return request
 
     def _url(self, path: str) -> httpx.URL:
         """The absolute URL of an API path, parsed once: the same few paths are called
