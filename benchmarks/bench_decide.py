@@ -16,6 +16,10 @@ Records in benchmarks/results/decide.json the CPU (user + sys of this process) p
 per loop at both sizes (median of the runs) and the growth from 100 to 1,000 members.
 
     .venv/bin/python benchmarks/bench_decide.py [--runs 5] [--loops 20]
+
+`--loops` is for 1,000 members; 100 members run ten times as many loops, so both sizes
+are timed over the same number of member-loops (a short timing is the noisier one, and
+the growth compares the two).
     .venv/bin/python benchmarks/bench_decide.py --profile 1000   # cProfile's top
 """
 
@@ -219,7 +223,8 @@ def main() -> None:
     measure(SIZES[0], loops=2)  # warm-up: the first machine, pydantic's and the library's caches
     for run in range(args.runs):
         for size in SIZES:
-            runs[size].append(measure(size, loops=args.loops) * 1e6)
+            loops = args.loops * SIZES[-1] // size  # the same member-loops at each size
+            runs[size].append(measure(size, loops=loops) * 1e6)
             print(f"run {run + 1}: {size} members: {runs[size][-1]:.1f} µs per member", flush=True)
     per_member = {size: recording.spread(runs[size]) for size in SIZES}
     small, large = (per_member[size]["median"] for size in SIZES)
@@ -236,7 +241,7 @@ def main() -> None:
     )
     measured = {
         "members_per_pool": MEMBERS_PER_POOL,
-        "loops_per_run": args.loops,
+        "loops_per_run": {str(size): args.loops * SIZES[-1] // size for size in SIZES},
         "us_per_member": {str(size): per_member[size] for size in SIZES},
         "runs_us_per_member": {str(size): runs[size] for size in SIZES},
         "growth_1000_vs_100": growth,
@@ -254,7 +259,8 @@ def main() -> None:
             "CPU (user + sys) of decide plus the status render (PoolStatus.stored) per member "
             f"per steady loop, pools of {MEMBERS_PER_POOL} Ready members served from one "
             f"listing, at {SIZES[0]} and {SIZES[1]} members; median of {args.runs} runs of "
-            f"{args.loops} loops each"
+            f"{args.loops} loops each at {SIZES[-1]} members "
+            f"({args.loops * SIZES[-1] // SIZES[0]} at {SIZES[0]}: the same member-loops)"
         ),
         started=started,
         measured=measured,
