@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -180,8 +181,11 @@ async def test_a_config_nginx_rejects_leaves_the_running_one_and_is_reported(
     [line] = [r.getMessage() for r in caplog.records if "did not load" in r.getMessage()]
     assert f"version {broken.resource_version}" in line
     assert f"keeps serving version {created.resource_version}" in line
-    events = [o.raw for o in kmock.objects.values() if o.raw.get("kind") == "Event"]
-    [event] = [e for e in events if e["reason"] == "NginxConfigRejected"]
+    # The gauge moves before the Event's write returns: wait for the Event too.
+    async with asyncio.timeout(30):
+        while not (events := rejected_events(kmock)):
+            await asyncio.sleep(0.05)
+    [event] = events
     assert event["type"] == "Warning"
     assert event["involvedObject"]["kind"] == "ConfigMap"
     assert event["involvedObject"]["name"] == NAME
@@ -190,6 +194,11 @@ async def test_a_config_nginx_rejects_leaves_the_running_one_and_is_reported(
     await rig.writer.replace_config_map(broken, data=rig.slots(PODS[1]))
     await rig.until_sample("runpod_pool_nginx_config_rejected", 0)
     assert await rig.served_by() == PODS[1]
+
+
+def rejected_events(kmock: StrictKubernetesEmulator) -> list[dict[str, Any]]:
+    events = [o.raw for o in kmock.objects.values() if o.raw.get("kind") == "Event"]
+    return [e for e in events if e["reason"] == "NginxConfigRejected"]
 
 
 def test_the_sidecars_role_grants_exactly_what_the_reloader_calls() -> None:
