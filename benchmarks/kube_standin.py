@@ -11,7 +11,9 @@ API server guarantees the controller relies on, and nothing else:
 - one resourceVersion counter for the whole server, as etcd's revision; generation 1 on
   create, +1 when spec changes;
 - watch (`?watch=true`): the objects as ADDED (unless a resourceVersion is given), then
-  every change, one JSON object per line, until the client goes or timeoutSeconds pass.
+  every change, one JSON object per line, until the client goes or timeoutSeconds pass;
+- `GET /_standin/lists`: how often each collection was listed, so the benchmark sees each
+  loop start (the controller lists its pools once a loop) without asking the controller.
 
 It serves plain HTTP on 127.0.0.1 and checks no credentials. Run by bench_fleet.py as its
 own process (`python benchmarks/kube_standin.py --port 0`; the first stdout line is
@@ -40,6 +42,7 @@ class Store:
         self.objects: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         self.revision = itertools.count(1)
         self.watchers: dict[str, set[asyncio.Queue[dict[str, Any]]]] = defaultdict(set)
+        self.lists: dict[str, int] = defaultdict(int)  # list requests per collection
 
     def stamp(self, obj: dict[str, Any]) -> None:
         obj["metadata"]["resourceVersion"] = str(next(self.revision))
@@ -74,6 +77,7 @@ def make_app(store: Store) -> web.Application:
         if name is None and method == "GET":
             if request.query.get("watch") in ("true", "1"):
                 return await watch(request, collection)
+            store.lists[collection.rsplit("/", 1)[-1]] += 1
             items = [objects[n] for n in sorted(objects)]
             meta = {"resourceVersion": str(next(store.revision))}
             return web.json_response({"kind": "List", "metadata": meta, "items": items})
@@ -143,8 +147,14 @@ def make_app(store: Store) -> web.Application:
     async def version(request: web.Request) -> web.Response:
         return web.json_response({"major": "1", "minor": "33", "gitVersion": "v1.33.0"})
 
+    async def lists(request: web.Request) -> web.Response:
+        """How many times each collection was listed (not watched): the benchmark's clock,
+        since the controller lists the pools once at the start of every loop."""
+        return web.json_response(dict(store.lists))
+
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.router.add_get("/version", version)
+    app.router.add_get("/_standin/lists", lists)
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
 

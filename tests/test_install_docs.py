@@ -48,7 +48,7 @@ def test_install_doc_walks_both_paths_through_every_file() -> None:
 def test_install_doc_says_the_resources_await_a_measurement() -> None:
     text = doc("install.md")
     assert "## Resources" in text
-    assert "20 pools of 10 members" in text
+    assert "5 and 50 pools of 20 members" in text
     deployment = find(example("deploy/controller.yaml"), "Deployment")
     limits = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert f"cpu: {limits['cpu']}" in text
