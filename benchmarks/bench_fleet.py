@@ -3,7 +3,7 @@
 Not a test: run it by hand (about 5 minutes per size on a 2-core machine):
 
     .venv/bin/python benchmarks/bench_fleet.py [--sizes 5x20,50x20] [--tls] [--loops 5]
-        [--profile] [--no-write]
+        [--profile] [--memory] [--no-write]
 
 What runs, each in its own process, all on 127.0.0.1:
 
@@ -29,6 +29,12 @@ Every figure is printed beside its goal and their ratio; the exit status is 1 wh
 is missed by more than 2x (for people; nothing in CI runs this). The results go to
 benchmarks/results/fleet.json (date, machine, load); docs/install.md's sizing table is
 generated from that file (benchmarks/sizing_table.py).
+
+Where the time and memory go, for the largest size (neither writes results: the tracing
+costs CPU and memory of its own): --profile prints a cProfile of the steady loops;
+--memory prints benchmarks/fleet_census.py's census of the process after them (malloc,
+pymalloc's arenas, resident memory by mapping, what the steady loops allocated and still
+hold, live objects by type).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import fleet_census
 import httpx
 import recording
 import trustme
@@ -90,16 +97,25 @@ def _loopback(host, *args, **kwargs):
         host = "127.0.0.1"
     return _real(host, *args, **kwargs)
 socket.getaddrinfo = _loopback
+profile, census = sys.argv[1], sys.argv[2]
 from rpp.cli import main
-profile = sys.argv[1]
 sys.argv = ["rpp", "run"]
-if profile:  # SIGUSR1 starts profiling, SIGUSR2 stops it and writes the profile
+if profile or census:  # SIGUSR1: the steady loops start; SIGUSR2: they end
     import cProfile, signal
+    import fleet_census
     profiler = cProfile.Profile()
+    def start(*_):
+        if profile:
+            profiler.enable()
+        if census:
+            fleet_census.start_tracing()
     def stop(*_):
-        profiler.disable()
-        profiler.dump_stats(profile)
-    signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+        if profile:
+            profiler.disable()
+            profiler.dump_stats(profile)
+        if census:
+            fleet_census.write_census(census)
+    signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, stop)
 sys.exit(main())
 """
@@ -269,7 +285,9 @@ def scrape(client: httpx.Client, url: str) -> dict[str, Any]:
 
 
 @contextmanager
-def fleet(pools: int, members: int, *, tls: bool, profile: str) -> Iterator[dict[str, Any]]:
+def fleet(
+    pools: int, members: int, *, tls: bool, profile: str, census: str
+) -> Iterator[dict[str, Any]]:
     with tempfile.TemporaryDirectory(prefix="rpp-fleet-") as tmp:
         work = Path(tmp)
         (work / "cloud.yaml").write_text(yaml.safe_dump(scenario(pools, members)))
@@ -319,11 +337,12 @@ def fleet(pools: int, members: int, *, tls: bool, profile: str) -> Iterator[dict
                 RUNPOD_API_URL=f"{scheme}://127.0.0.1:{fake_port}",
                 RUNPOD_PROXY_URL=f"{scheme}://{{pod_id}}-{{port}}.proxy.runpod.net:{fake_port}",
                 POD_NAME="rpp-bench",
-                PYTHONPATH=str(ROOT),
+                PYTHONPATH=os.pathsep.join([str(ROOT), str(BENCH)]),
+                RPP_BENCH_FRAMES=os.environ.get("RPP_BENCH_FRAMES", "1"),
                 RPP_BENCH_NOT_INSTALLED=",".join(not_installed_in_production()),
             )
             controller = Process(
-                [sys.executable, "-c", CONTROLLER, profile],
+                [sys.executable, "-c", CONTROLLER, profile, census],
                 log=work / "rpp-run.log",
                 env=env,
                 port=False,
@@ -374,9 +393,14 @@ def ready_pools(client: httpx.Client, api: str, members: int) -> int:
     return sum(1 for p in listed["items"] if (p.get("status") or {}).get("ready") == members)
 
 
-def measure(pools: int, members: int, *, tls: bool, loops: int, profile: str) -> dict[str, Any]:
+def measure(
+    pools: int, members: int, *, tls: bool, loops: int, profile: str = "", census: str = ""
+) -> dict[str, Any]:
     print(f"== {pools} pools x {members} members, {'https' if tls else 'http'}", flush=True)
-    with fleet(pools, members, tls=tls, profile=profile) as f, httpx.Client(timeout=30) as client:
+    with (
+        fleet(pools, members, tls=tls, profile=profile, census=census) as f,
+        httpx.Client(timeout=30) as client,
+    ):
         pid = f["pid"]
         started = time.monotonic()
         while ready_pools(client, f["api"], members) < pools:
@@ -398,7 +422,7 @@ def measure(pools: int, members: int, *, tls: bool, loops: int, profile: str) ->
         # Prometheus would, every 30 s), for the reconcile times and RunPod calls.
         rows = []
         start = next_loop(client, f["api"], lists_so_far(client, f["api"]))
-        if profile:
+        if profile or census:
             os.kill(pid, signal.SIGUSR1)  # the steady loops only, not the start and fill
         cpu0 = cpu_s(pid)
         time.sleep(SCRAPE_AFTER_S)
@@ -423,9 +447,12 @@ def measure(pools: int, members: int, *, tls: bool, loops: int, profile: str) ->
                 flush=True,
             )
             cpu0, scraped = cpu1, now
-        if profile:
+        if profile or census:
             os.kill(pid, signal.SIGUSR2)
-            time.sleep(2)
+            for _ in range(600):  # a census of a big heap takes a while on a busy machine
+                if all(Path(p).exists() for p in (profile, census) if p):
+                    break
+                time.sleep(0.5)
         mem = memory_mib(pid)
         others = {"fake_runpod_cpu_s": cpu_s(f["fake_pid"]), "kube_cpu_s": cpu_s(f["kube_pid"])}
     return {
@@ -487,6 +514,12 @@ def main() -> int:
         help="cProfile the largest size's steady loops (its CPU figures then include the "
         "profiler's cost: not written)",
     )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="after the largest size's steady loops, print malloc's heap and the live objects "
+        "by type (a census taken inside rpp run on a signal; not written)",
+    )
     parser.add_argument("--no-write", action="store_true", help="do not write fleet.json")
     parser.add_argument(
         "--refigure", action="store_true", help="recompute the results' figures, run nothing"
@@ -499,7 +532,7 @@ def main() -> int:
         refigure()
         return 0
     INTERVAL_S = args.interval
-    if args.profile:
+    if args.profile or args.memory:
         args.no_write = True
     if args.interval != 30:
         args.no_write = True  # the goals and the docs are per 30 s loop
@@ -508,17 +541,23 @@ def main() -> int:
     started = recording.machine()
     sizes = [tuple(int(n) for n in s.split("x")) for s in args.sizes.split(",")]
     measured = []
+    out = Path(tempfile.mkdtemp(prefix="rpp-fleet-profile-"))
     for i, (pools, members) in enumerate(sizes):
-        profile = ""
-        if args.profile and i == len(sizes) - 1:
-            profile = str(BENCH / "results" / "fleet.prof")
-        measured.append(measure(pools, members, tls=args.tls, loops=args.loops, profile=profile))
+        last = i == len(sizes) - 1
+        profile = str(out / "fleet.prof") if args.profile and last else ""
+        census = str(out / "census.json") if args.memory and last else ""
+        measured.append(
+            measure(pools, members, tls=args.tls, loops=args.loops, profile=profile, census=census)
+        )
         if profile:
             import pstats
 
             stats = pstats.Stats(profile)
             stats.sort_stats("tottime").print_stats(25)
             stats.sort_stats("cumulative").print_stats(40)
+            print(f"profile: {profile}")
+        if census:
+            fleet_census.print_census(census)
     worst = 0.0
     for size in measured:
         print(f"{size['members']} members ({size['scheme']}):")
