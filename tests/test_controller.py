@@ -188,8 +188,9 @@ def test_stop_lets_the_loop_under_way_finish_and_write_status_then_returns() -> 
         assert loop.time() >= 10.0  # it waited for the probe instead of dropping the loop
         assert loop.time() < 30.0  # and started no other loop
         writes = [c for c in w.kube.calls if c.resource == "runpodpools/status"]
-        assert len(writes) == 1
+        assert len(writes) == 2  # its intents before acting, then the loop's status
         assert hung in {m.pod_id for m in status(w, "inference").members}
+        assert status(w, "inference").intents == ()  # every action's outcome is known
         await w.close()
 
     virtual(body)

@@ -85,6 +85,7 @@ async def drive_every_call(api: MemoryKubeApi) -> None:
     await api.set_pool_finalizers(
         "inference", finalizers=["f"], resource_version=written["metadata"]["resourceVersion"]
     )
+    await api.annotate_pool("inference", annotations={"example.com/note": "kept"})
     assert await api.read_config_map("inference-nginx-slots") is None
     await api.create_config_map("inference-nginx-slots", data={}, labels={})
     slots = await api.read_config_map("inference-nginx-slots")

@@ -2,7 +2,8 @@
 action pinned by commit SHA, CI runs the README's test command, a release runs the whole
 suite before it pushes anything; a v* tag releases the multi-arch image (`:latest` only for
 a release, never a prerelease) with a Syft SBOM and a keyless cosign signature, a chart-v*
-tag pushes the chart to the OCI registry the seed installs from and signs it."""
+tag pushes the chart to the OCI registry the seed installs from and signs it; and every
+night 1,000 generated scenarios run under the invariant checker."""
 
 from __future__ import annotations
 
@@ -45,9 +46,9 @@ def steps(flow: dict[str, Any]) -> list[dict[str, Any]]:
     return [step for job in flow["jobs"].values() for step in job["steps"]]
 
 
-def test_workflows_are_the_three_and_actionlint_finds_nothing() -> None:
+def test_workflows_are_the_four_and_actionlint_finds_nothing() -> None:
     files = sorted(WORKFLOWS.glob("*.yml"))
-    assert [f.name for f in files] == ["ci.yml", "release-chart.yml", "release.yml"]
+    assert [f.name for f in files] == ["ci.yml", "release-chart.yml", "release.yml", "soak.yml"]
     result = actionlint(*files)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -178,3 +179,17 @@ def test_release_chart_pushes_to_the_registry_the_seed_installs_from() -> None:
     # The token goes through the environment and stdin, never on a command line.
     assert "--password-stdin" in scripts
     assert "secrets.GITHUB_TOKEN" not in scripts
+
+
+def test_the_nightly_soak_runs_1000_scenarios_under_check_and_keeps_the_failures() -> None:
+    flow = workflow("soak.yml")
+    assert set(flow["on"]) == {"schedule", "workflow_dispatch"}
+    assert flow["on"]["schedule"][0]["cron"]
+    (job,) = flow["jobs"].values()
+    commands = [s["run"] for s in job["steps"] if "run" in s]
+    soak = next(c for c in commands if "rpp simulate" in c)
+    assert "--soak 1000" in soak
+    assert "--keep soak-failures" in soak
+    upload = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/upload"))
+    assert upload["if"] == "failure()"
+    assert upload["with"]["path"] == "soak-failures/"

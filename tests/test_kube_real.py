@@ -141,6 +141,33 @@ async def test_status_write_leaves_spec_and_generation_alone(
     assert "spec" not in kmock[-1].data
 
 
+async def test_annotating_a_pool_merges_its_annotations_and_leaves_spec_and_status(
+    kube: RealKubeApi, kmock: StrictKubernetesEmulator
+) -> None:
+    seeded = pool_manifest(image="v1")
+    seeded["metadata"]["annotations"] = {"team": "ml"}
+    seeded["status"] = {"members": "not a list"}
+    kmock.seed(POOLS, NS, seeded)
+
+    patched = await kube.annotate_pool(
+        "inference", annotations={"runpodpool.ownego.com/status-before-rebuild": "{}"}
+    )
+
+    request = kmock[-1]
+    assert request.method == kmock.method.PATCH
+    assert "merge-patch" in request.headers["Content-Type"]
+    assert request.data == {
+        "metadata": {"annotations": {"runpodpool.ownego.com/status-before-rebuild": "{}"}}
+    }
+    stored = kmock.objects[POOLS, NS, "inference"]
+    assert stored["metadata"]["annotations"] == {
+        "team": "ml",
+        "runpodpool.ownego.com/status-before-rebuild": "{}",
+    }
+    assert stored["spec"] == {"templateId": "tpl", "image": "v1"}
+    assert patched["status"] == {"members": "not a list"}
+
+
 async def test_config_map_is_created_with_201_then_read_and_replaced_keeping_labels(
     kube: RealKubeApi, kmock: StrictKubernetesEmulator
 ) -> None:

@@ -11,8 +11,10 @@ phase. A move that changes phase may emit only the effect types the architecture
 lists for it (ALLOWED). A move that keeps the phase is one of the three declared
 self-transitions, each recognisable by the record change it makes: Flagged unwire (one
 Unwire of the slot it had; the slot is cleared), Updating rollback (UpdatePod with
-rollback=True and an Event; the update is marked rollback), Terminating retry (one
-TerminatePod; terminate_requested_at moves to now).
+rollback=True and an Event; the update is marked rollback), Updating resend (one
+UpdatePod to the image the update was going to, after a loop stopped before RunPod
+answered; the update's clock restarts), Terminating retry (one TerminatePod;
+terminate_requested_at moves to now).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpp.machines.member import MemberMachine
-from rpp.machines.member_step import MemberStep, drain, observe, replacement_wired
+from rpp.machines.member_step import MemberStep, drain, observe, release, replacement_wired
 from rpp.machines.member_view import MemberView
 from rpp.machines.signals import MemberSignals, refresh
 from rpp.model.codec import stamp
@@ -50,6 +52,9 @@ ALLOWED: dict[tuple[str, str, str], set[type]] = {
     ("Ready", "Flagged", "observe"): {RecordEvent, Unwire},
     ("Ready", "Draining", "drain"): {Unwire},
     ("Flagged", "Draining", "replacement_wired"): {Unwire},
+    ("Flagged", "Terminating", "observe"): {TerminatePod, RecordEvent},
+    ("Flagged", "Terminating", "release"): {TerminatePod, RecordEvent},
+    ("Flagged", "Draining", "release"): {Unwire, RecordEvent},
     ("Draining", "Updating", "observe"): {UpdatePod},
     ("Draining", "Terminating", "observe"): {TerminatePod},
     ("Updating", "Ready", "observe"): {Wire, RecordEvent},
@@ -63,7 +68,7 @@ class Loop:
     """One loop's random facts and the pool's random order for the member."""
 
     after: int
-    order: str  # observe | drain | replacement_wired (used only when it applies)
+    order: str  # observe | drain | replacement_wired | release (used only when it applies)
     listed: bool
     probe: ProbeResult | None
     flagged: tuple[str, ...]
@@ -73,6 +78,7 @@ class Loop:
     update_refused: bool
     drain_reason: str
     image: str
+    unconfirmed: str | None = None
 
 
 # Weighted toward healthy pods and few breaches, so long lives (updates that finish,
@@ -96,7 +102,7 @@ probes = st.one_of(
 loops = st.builds(
     Loop,
     after=st.sampled_from([0, 1, 30, 30, 30, 120, 149, 150, 299, 300, 600, 899, 900, 3600]),
-    order=st.sampled_from(["observe", "observe", "drain", "replacement_wired"]),
+    order=st.sampled_from(["observe", "observe", "drain", "replacement_wired", "release"]),
     listed=st.sampled_from([True] * 6 + [False]),
     probe=probes,
     flagged=st.sampled_from(
@@ -108,6 +114,7 @@ loops = st.builds(
     update_refused=st.booleans(),
     drain_reason=st.sampled_from(["update", "scale-down"]),
     image=st.sampled_from(["img:1", "img:2"]),
+    unconfirmed=st.sampled_from([None, None, None, "terminate", "update"]),
 )
 
 
@@ -155,11 +162,14 @@ def signals_of(loop: Loop) -> MemberSignals:
         last_wired=loop.last_wired,
         offered_slot=loop.offered_slot,
         update_refused=loop.update_refused,
+        unconfirmed=loop.unconfirmed,
     )
 
 
 def drive(record: MemberRecord, loop: Loop, now: dt.datetime) -> MemberStep:
     sig = signals_of(loop)
+    if loop.order == "release" and record.phase == "Flagged":
+        return release(record, reason="the pool has enough", signals=sig, now=now)
     if loop.order == "drain" and record.phase == "Ready":
         return drain(record, reason=loop.drain_reason, image=loop.image, signals=sig, now=now)
     if loop.order == "replacement_wired" and record.phase == "Flagged":
@@ -187,6 +197,12 @@ def check_effects_come_from_transitions(
                 Unwire(pod_id=before.pod_id, slot=before.slot, reason="unreachable"),
             )
             assert after.slot is None
+        elif move.source == "Updating" and kinds == [UpdatePod]:
+            assert isinstance(step.effects[0], UpdatePod)
+            assert before.update is not None
+            assert step.effects[0].image == before.update.running_image
+            assert step.effects[0].rollback == before.update.rollback
+            assert after.update == before.update.replace(started_at=stamp(now))
         elif move.source == "Updating":
             assert kinds == [UpdatePod, RecordEvent]
             assert isinstance(step.effects[0], UpdatePod)

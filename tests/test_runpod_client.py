@@ -332,6 +332,7 @@ async def test_catalog_reads_map_stock_levels_per_datacenter() -> None:
     assert catalog.availability(RTX4090, "EU-SE-1").value == "MEDIUM"
     assert catalog.availability(L40S, "EU-SE-1").value == "HIGH"
     assert catalog.availability(L40S, "EU-RO-1").value == "NONE"
-    assert catalog.gpus[RTX4090].price_per_hr == pytest.approx(0.69)
+    # One list price per GPU type: the fake lists the highest its datacenters bill.
+    assert catalog.gpus[RTX4090].price_per_hr == pytest.approx(0.74)
     assert datacenters["EU-SE-1"].gpu_availability[L40S].value == "HIGH"
     assert datacenters["EU-SE-1"].region == "EUROPE"

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from rpp.commands.simulate import default_scenario, simulate_to
+from rpp.commands.simulate import default_scenario
+from rpp.sim.run import run_scenario
 from rpp.sim.scenario import load_scenario
 from tests.crd_admission import status_problems
 
@@ -36,8 +37,9 @@ class Story:
         scenario = (
             default_scenario() if name == DEFAULT else load_scenario(SCENARIOS / f"{name}.yaml")
         )
-        timeline = simulate_to(scenario, out=out, as_json=True)
-        self.start = timeline.start
+        run = run_scenario(scenario, out=out, as_json=True, check_invariants=True)
+        self.start = run.timeline.start
+        self.crashes = run.crashes
         self.records: list[Record] = [json.loads(line) for line in out.getvalue().splitlines()]
 
     def of(self, event: str, **match: Any) -> list[Record]:
@@ -126,6 +128,11 @@ def test_every_example_scenario_is_tested_here() -> None:
         "controller-restart",
         "error-rate",
         "pool-deleted",
+        "crash-after-create",
+        "cost-cap",
+        "enough-serving",
+        "no-surge-room",
+        "status-lost",
     }
     assert {p.stem for p in SCENARIOS.glob("*.yaml")} == tested
 
@@ -185,7 +192,10 @@ def test_out_of_stock_for_hours_keeps_capacity_unavailable_raised_until_stock_re
 ) -> None:
     s = stories("out-of-stock")
     victim = s.pod(1)
-    s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    first = s.transition(victim, "Flagged", to="Terminating")
+    assert first["t"] <= flagged["t"] + 60  # serving nothing, unreplaceable: terminated first
+    assert "replacement cannot be created first" in first["reason"]
     raised = s.first("condition", type="CapacityUnavailable", status="True")
     cleared = s.first("condition", type="CapacityUnavailable", status="False")
     restock = [r for r in s.of("cloud", kind="fault") if r["t"] == 3 * 3600]
@@ -383,7 +393,99 @@ def test_a_deleted_pool_drains_terminates_every_pod_and_only_then_goes(stories: 
     assert not s.of("cloud", kind="created", t=deleted_at)  # nothing replaced them
 
 
+def test_a_crash_right_after_a_create_adopts_the_pod_and_makes_no_second_one(
+    stories: Any,
+) -> None:
+    s = stories("crash-after-create")
+    victim = s.pod(2)
+    (replacement,) = [r["pod"] for r in s.of("cloud", kind="created") if r["t"] > 0]
+    created = s.first("cloud", kind="created", pod=replacement)
+    restarts = s.of("scenario", do="controller-restart")
+    killed = [r for r in restarts if "is killed right after" in r["detail"]]
+    assert len(killed) == 1
+    assert "right after a createPod call" in killed[0]["detail"]
+    assert killed[0]["t"] == created["t"]
+    assert not s.of("action", action="create"), "the dead process never read its answer"
+    adopted = s.first("recovery", action="adopt")
+    assert adopted["t"] == created["t"], "the new process found it by name at once"
+    assert f"replacing {victim}" in adopted["detail"]
+    counted = s.first("recovery", action="create")
+    assert "counted as a create" in counted["detail"]
+    assert (
+        s.transition(replacement, "Warming", to="Ready")["t"]
+        < s.transition(victim, "Flagged", to="Draining")["t"] + 1
+    )
+    final = s.end["status"]
+    assert [a["name"] for a in final["createLog"]] == [created["name"]]
+    assert victim not in s.final_members()
+
+
+def test_the_cost_cap_holds_at_runpods_price_whatever_the_estimate(stories: Any) -> None:
+    s = stories("cost-cap")
+    assert not [r for r in s.of("cloud", kind="created") if r["t"] > 0]
+    assert all(r["costPerHour"] <= 2.5 for r in s.loops())
+    (refused,) = s.of("action", action="create")
+    assert refused["outcome"] == "refused"
+    assert "over the cost cap: NVIDIA GeForce RTX 4090 at $1.49/h" in refused["detail"]
+    final = s.end["status"]
+    assert final["catalogPrices"] == {"NVIDIA GeForce RTX 4090": 1.49}
+    blocked = next(c for c in final["conditions"] if c["type"] == "CreateBlocked")
+    assert blocked["reason"] == "CostCapReached"
+    assert "NVIDIA GeForce RTX 4090 at $1.49/h" in blocked["message"]
+    assert final["ready"] == 1
+
+
+def test_a_pod_going_bad_while_the_pool_shrinks_is_taken_out_not_replaced(
+    stories: Any,
+) -> None:
+    s = stories("enough-serving")
+    victim, others = s.pod(1), [s.pod(2), s.pod(3)]
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    released = s.transition(victim, "Flagged", to="Draining")
+    assert released["t"] == flagged["t"] == 1200
+    assert "not replaced" in released["reason"]
+    assert not [r for r in s.of("cloud", kind="created") if r["t"] > 0]
+    assert all(stays_wired(s, pod, since=60, until=3600) for pod in others)
+    assert sorted(s.final_members()) == sorted(others)
+
+
+def test_a_dead_pod_with_no_surge_room_is_terminated_first_then_the_pool_shrinks(
+    stories: Any,
+) -> None:
+    s = stories("no-surge-room")
+    victim = s.pod(2)
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    first = s.transition(victim, "Flagged", to="Terminating")
+    assert first["t"] == flagged["t"]
+    assert "its replacement cannot be created first" in first["reason"]
+    assert "limits.maxPods is 4" in first["reason"]
+    (created,) = [r for r in s.of("cloud", kind="created") if r["t"] > 0]
+    assert created["t"] > first["t"]
+    assert max(len(r["members"]) for r in s.loops()) <= 4
+    assert s.end["status"]["ready"] == 2
+    assert not [m for m in s.final_members().values() if m["phase"] != "Ready"]
+
+
+def test_a_broken_then_lost_status_is_rebuilt_and_nothing_is_created(stories: Any) -> None:
+    s = stories("status-lost")
+    rebuilds = s.of("recovery", action="rebuild")
+    assert [r["t"] for r in rebuilds] == [1230, 2430]
+    assert "status.members" in rebuilds[0]["detail"]
+    assert "the stored status is empty" in rebuilds[1]["detail"]
+    assert not [r for r in s.of("cloud", kind="created") if r["t"] > 0]
+    assert not s.of("action", action="terminate")
+    pods = [s.pod(n) for n in (1, 2, 3)]
+    assert all(stays_wired(s, pod, since=60, until=3600) for pod in pods)
+    assert s.end["status"]["ready"] == 3
+
+
 # -- what a first-time reader of any timeline must be able to believe --------------------
+
+
+@pytest.mark.parametrize("name", EVERY_SCENARIO)
+def test_every_scenario_keeps_every_invariant(stories: Any, name: str) -> None:
+    s = stories(name)
+    assert s.of("violation") == []
 
 
 @pytest.mark.parametrize("name", EVERY_SCENARIO)
@@ -414,12 +516,20 @@ def test_a_created_pods_price_counts_in_the_loop_that_created_it(stories: Any, n
 @pytest.mark.parametrize("name", EVERY_SCENARIO)
 def test_a_members_since_is_the_time_of_its_last_transition_line(stories: Any, name: str) -> None:
     s = stories(name)
+    history = (s.end["status"] or {}).get("history", [])
+    rebuilt = [
+        (dt.datetime.fromisoformat(h["time"].replace("Z", "+00:00")) - s.start).total_seconds()
+        for h in history
+        if h["action"] == "rebuild"
+    ]
     for pod, member in s.final_members().items():
         moved = s.of("transition", pod=pod)
         if not moved:
             continue
+        # A status rebuilt from ground truth starts each member's phase anew.
+        last = max([moved[-1]["t"], *rebuilt])
         since = dt.datetime.fromisoformat(member["since"].replace("Z", "+00:00"))
-        assert abs((since - s.start).total_seconds() - moved[-1]["t"]) < 1, (pod, moved[-1])
+        assert abs((since - s.start).total_seconds() - last) < 1, (pod, moved[-1])
 
 
 @pytest.mark.parametrize("name", EVERY_SCENARIO)

@@ -39,6 +39,7 @@ from rpp.model.status import (
     Condition,
     CreateAttempt,
     HistoryEntry,
+    Intent,
     PlannedAction,
     PoolStatus,
     Recommendation,
@@ -95,6 +96,7 @@ def full_member(index: int) -> MemberRecord:
             rollback=True,
         ),
         terminate_requested_at=at(300),
+        terminate_error="RunPod deletePod: server_error (500): Internal server error",
         missing_loops=1,
         adopted=True,
     )
@@ -141,6 +143,25 @@ def full_status(members: int = 3) -> PoolStatus:
             recommendations=tuple(Recommendation(time=at(30 * i), size=3) for i in range(60)),
         ),
         create_log=(CreateAttempt(time=at(5), outcome="created"),),
+        intents=(
+            Intent(
+                action="create",
+                time=at(6),
+                name="rpp-inference-t85t0o",
+                replacement_for="a1b2c3d4e5f6g7",
+                purpose="replace a1b2c3d4e5f6g7 (Unreachable)",
+            ),
+            Intent(
+                action="update",
+                time=at(6),
+                name="rpp-inference-a1",
+                pod="h8i9j0k1l2m3n4",
+                image="ghcr.io/example/inference:1.5.0",
+                rollback=True,
+                purpose="rolling image update",
+            ),
+        ),
+        catalog_prices={"NVIDIA RTX A6000": 0.49, "NVIDIA GeForce RTX 4090": 0.69},
         datacenter_replacements={"EU-RO-1": (at(1), at(2)), "US-TX-3": (at(3),)},
         backoff=Backoff(create_until=at(300), update_until=at(1800)),
         last_capacity_refusal=CapacityRefusal(
@@ -202,7 +223,8 @@ class TestRoundTrip:
             "podId", "name", "phase", "since", "slot", "datacenter", "gpuType", "image",
             "costPerHr", "createdAt", "lastProbe", "passStreak", "breaches", "flaggedRule",
             "flaggedReason", "replacementFor", "replacedBy", "drainReason", "update",
-            "terminateRequestedAt", "missingLoops", "adopted", "hardFailures", "quarantine",
+            "terminateRequestedAt", "terminateError", "missingLoops", "adopted", "hardFailures",
+            "quarantine",
         }  # fmt: skip
         assert stored["since"] == "2026-01-01T00:01:41Z"
         assert list(stored["breaches"]) == ["ErrorRate", "SlowScrape", "Unreachable"]

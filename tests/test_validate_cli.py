@@ -123,3 +123,32 @@ def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
     assert first.startswith("{")
     assert "Traceback" not in err
     assert proc.returncode == 0
+
+
+def test_limits_with_no_room_for_a_surge_pod_warn_and_still_exit_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    obj = yaml.safe_load(EXAMPLE.read_text())
+    obj["spec"]["replicas"] = {"min": 3, "max": 3}
+    obj["spec"]["limits"].update(maxPods=3, maxHourlyCostUsd=3.0, estimatedPodCostUsd=1.0)
+    tight = tmp_path / "tight.yaml"
+    tight.write_text(yaml.safe_dump(obj))
+    assert main(["validate", str(tight)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"{tight}: inference: DryRun, min 3, max 3")
+    warnings = captured.err.strip().splitlines()
+    assert [w.split(": ")[2] for w in warnings] == [
+        "spec.limits.maxPods",
+        "spec.maxPerDatacenter",
+        "spec.limits.maxHourlyCostUsd",
+    ]
+    assert all(w.startswith(f"{tight}: warning: ") for w in warnings)
+    assert "3 leaves no room for a surge pod at 3 pods (replicas.min)" in warnings[0]
+    assert "use 4 or more" in warnings[0]
+    assert "3 allowed datacenter(s) x maxPerDatacenter 1 = 3 pods" in warnings[1]
+    assert "$3/h leaves no room" in warnings[2]
+
+
+def test_the_example_pool_has_room_for_a_surge_pod(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(EXAMPLE)]) == 0
+    assert capsys.readouterr().err == ""

@@ -15,6 +15,13 @@ What each refusal means for the loop, per RunPod's create table:
   does not exist), RateLimited past the deadline: stop, no candidate can succeed now.
 - Unknown (5xx, timeout after sending): STOP. A pod may exist; creating on the next
   candidate could make two. The next list finds it by its unique name.
+
+The cost cap is checked here once more, against the catalog just read: a candidate
+whose GPU type's list price (times the GPU count) is above what decide left under
+limits.maxHourlyCostUsd (`CreatePod.max_price_per_hr`) is never tried, nor one with no
+price at all (NaN, negative, missing; the last prices read stand in when the catalog
+cannot be read). The prices read go back to status for decide's next check
+(rpp/decide/prices.py).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from rpp.adapters.runpod.catalog import GpuCatalog
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.decide.placement import Candidate, order_candidates
+from rpp.decide.prices import fits, known
 from rpp.model.effects import CreatePod, skipped_text
 from rpp.model.observations import RunPodPod
 from rpp.model.records import CapacityRefusal
@@ -65,11 +73,17 @@ async def create_pod(
         cloud=effect.cloud or spec.cloud,
         max_attempts=MAX_CREATE_ATTEMPTS,
         skipped=effect.skipped,
+        budget=Budget(effect.max_price_per_hr, dict(effect.catalog_prices))
+        if effect.max_price_per_hr is not None
+        else None,
     )
+    prices = dict(report.prices)
     if report.created:
-        return EffectResult(effect, Result.CREATED, report.describe(), pod=report.pod)
+        return EffectResult(
+            effect, Result.CREATED, report.describe(), pod=report.pod, prices=prices
+        )
     if report.outcome_unknown:
-        return EffectResult(effect, Result.UNKNOWN, report.describe())
+        return EffectResult(effect, Result.UNKNOWN, report.describe(), prices=prices)
     capacity = None
     if report.capacity_unavailable:
         capacity = CapacityRefusal(
@@ -79,7 +93,17 @@ async def create_pod(
             datacenters=report.datacenters,
             message=report.describe(),  # what was tried and left out, RunPod's words too
         )
-    return EffectResult(effect, Result.REFUSED, report.describe(), capacity=capacity)
+    return EffectResult(
+        effect, Result.REFUSED, report.describe(), capacity=capacity, prices=prices
+    )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one more pod may cost (USD/h), and the last list prices read (per GPU)."""
+
+    max_price: float
+    last_prices: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -114,6 +138,8 @@ class CreateReport:
     stopped_by: answers.CallOutcome | None = None
     catalog_error: str | None = None
     skipped: tuple[tuple[str, str], ...] = ()
+    priced_out: tuple[str, ...] = ()  # GPU types the cost cap kept out, with their price
+    prices: tuple[tuple[str, float], ...] = ()  # the catalog's list prices per GPU
 
     @property
     def created(self) -> bool:
@@ -162,6 +188,8 @@ class CreateReport:
             parts.append(f"{len(self.no_stock)} without stock in the catalog")
         if self.skipped:
             parts.append(f"not tried: {skipped_text(self.skipped)}")
+        if self.priced_out:
+            parts.append(f"over the cost cap: {'; '.join(self.priced_out)}")
         if self.failures:
             parts.append(f"RunPod said: {self.failures[-1].detail}")
         if self.catalog_error:
@@ -178,8 +206,11 @@ async def create_first_available(
     cloud: str,
     max_attempts: int,
     skipped: Sequence[tuple[str, str]] = (),
+    budget: Budget | None = None,
 ) -> CreateReport:
-    """Read the catalog once, then create per candidate in order until one answers 201."""
+    """Read the catalog once, then create per candidate in order until one answers 201.
+
+    With a `budget`, GPU types priced above it (or not priced at all) are not tried."""
     if max_attempts < 1:
         raise ValueError(f"max_attempts must be at least 1, got {max_attempts}")
     report = CreateReport(
@@ -195,8 +226,16 @@ async def create_first_available(
         return replace(report, stopped_by=error.outcome)
     except answers.RunPodError as error:
         report = replace(report, catalog_error=str(error))
+    listed = _list_prices(catalog)
+    report = replace(report, prices=tuple(sorted(listed.items())))
+    gpu_types = report.gpu_types
+    if budget is not None:
+        gpu_types, priced_out = _within(
+            gpu_types, listed=listed, budget=budget, gpu_count=request.gpu_count
+        )
+        report = replace(report, priced_out=priced_out)
     to_try, no_stock = order_candidates(
-        gpu_types=report.gpu_types, datacenters=report.datacenters, cloud=cloud, stock=catalog
+        gpu_types=gpu_types, datacenters=report.datacenters, cloud=cloud, stock=catalog
     )
     report = replace(report, no_stock=tuple(no_stock))
     failures: list[CandidateFailure] = []
@@ -222,6 +261,37 @@ async def create_first_available(
             continue
         return replace(report, failures=tuple(failures), pod=pod, winner=candidate)
     return replace(report, failures=tuple(failures))
+
+
+def _list_prices(catalog: GpuCatalog | None) -> dict[str, float]:
+    """The catalog's list price per GPU, for the GPU types it prices."""
+    if catalog is None:
+        return {}
+    return {
+        gpu: price
+        for gpu, offer in catalog.gpus.items()
+        if (price := known(offer.price_per_hr)) is not None
+    }
+
+
+def _within(
+    gpu_types: Sequence[str], *, listed: dict[str, float], budget: Budget, gpu_count: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(GPU types priced within the budget, the others with why), in order."""
+    kept: list[str] = []
+    out: list[str] = []
+    for gpu in gpu_types:
+        unit = listed.get(gpu, known(budget.last_prices.get(gpu)))
+        if unit is None:
+            out.append(f"{gpu} (RunPod gives no price: the cost cap cannot be checked)")
+        elif not fits(unit * gpu_count, budget.max_price):
+            out.append(
+                f"{gpu} at ${unit * gpu_count:.2f}/h, ${budget.max_price:.2f}/h left under "
+                "limits.maxHourlyCostUsd"
+            )
+        else:
+            kept.append(gpu)
+    return tuple(kept), tuple(out)
 
 
 def _stops_the_loop(error: answers.RunPodError) -> bool:

@@ -15,6 +15,10 @@ The pool's finalizer is the exception: like its status, it is the pool object's 
 bookkeeping, so AddFinalizer and RemoveFinalizer are carried out in every mode (decide
 only ever removes it outside Manage, so a pool that left Manage can be deleted).
 
+Between two effects the executor passes a `checkpoint` (a no-op in production): the
+simulator uses it to kill the controller right there (rpp/sim/process.py), as a crash
+between two actions would.
+
 Every effect ends in a value (`EffectResult`), never an exception escaping to the
 loop; the reconciler folds them into the status (rpp/decide/fold.py) and counts them in
 runpod_pool_actions_total. Dispatch is a `match` over the closed `Effect` union ending in
@@ -26,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, assert_never
 
 from rpp.act.create import create_pod
@@ -78,6 +82,14 @@ def slots_metadata(pool: str, *, group: str) -> tuple[dict[str, str], dict[str, 
     }
     return labels, annotations
 
+BETWEEN_EFFECTS = "between-effects"
+Checkpoint = Callable[[str], Awaitable[None]]
+"""Called with a point's name where a crash would matter (between two effects)."""
+
+
+async def _no_checkpoint(point: str) -> None:
+    return None
+
 
 # Event reasons for actions, by action and whether it worked.
 _ACTION_REASONS = {
@@ -112,9 +124,12 @@ class _NotRead(Exception):
 class Executor:
     """Carries out effects for any pool; one per controller process."""
 
-    def __init__(self, *, runpod: RunPodClient, kube: KubeApi) -> None:
+    def __init__(
+        self, *, runpod: RunPodClient, kube: KubeApi, checkpoint: Checkpoint = _no_checkpoint
+    ) -> None:
         self.runpod = runpod
         self.kube = kube
+        self.checkpoint = checkpoint
 
     async def execute(
         self,
@@ -128,7 +143,9 @@ class Executor:
         """Carry out `effects` for the pool object `pool`; `env` is envFromSecret's data."""
         mode = spec.mode
         results: list[EffectResult] = []
-        for effect in effects:
+        for index, effect in enumerate(effects):
+            if index:
+                await self.checkpoint(BETWEEN_EFFECTS)
             match effect:
                 case AddFinalizer() | RemoveFinalizer():
                     done = await self._finalizer(pool, effect)

@@ -8,16 +8,16 @@ seconds; the same scenario and seed give the same output, byte for byte.
 
 Prints a readable timeline (what happened, what the controller did and why) and the
 final member table, or with --json one JSON object per line (rpp/sim/timeline.py).
+With --check, every loop and the end are checked against the invariants
+(rpp/sim/check/): each violation is printed with its loop and numbers, and the exit
+code is 1. With --soak N, N generated scenarios run under --check and one summary line
+is printed (rpp/sim/soak.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import dataclasses
 import logging
-import random
 import sys
 from importlib import resources
 from pathlib import Path
@@ -26,19 +26,12 @@ from typing import TextIO
 from rpp.model.documents import clip
 from rpp.model.durations import DurationError, format_duration, parse_duration
 from rpp.sim.cloud_scenario import ScenarioError
-from rpp.sim.knobs import turn
+from rpp.sim.run import run_scenario
 from rpp.sim.scenario import MAX_DURATION_S, Scenario, load_scenario, parse_scenario_text
+from rpp.sim.soak import soak
 from rpp.sim.timeline import Timeline
-from rpp.sim.virtual_time import VirtualClock, run_virtual
-from rpp.sim.world import World
 
 DEFAULT_SCENARIO = "default_scenario.yaml"
-DEFAULT_IMAGE = "ghcr.io/example/inference:1.0.0"
-TRAFFIC_OFFSET_S = 5.0  # traffic runs between loops, as users do not wait for them
-# One request per wired pod every 30 s: a [5m] window holds 10 answers, so an error
-# share a scenario sets in tenths (`errors` ratio 0.3) reads exactly once the window is
-# all failing (one a minute gave 5 answers: 30% read as 20% or 40%).
-TRAFFIC_PERIOD_S = 30.0
 CLIP_LINE = 400  # an error line: the field's path and sentence, and a clipped value
 
 
@@ -55,6 +48,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--until", metavar="DURATION", help="simulate this long instead (e.g. 30m, 24h)"
     )
     parser.add_argument("--seed", type=int, metavar="N", help="seed (default: the scenario's)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="check the invariants every loop; exit 1 on a violation",
+    )
+    parser.add_argument(
+        "--soak", type=int, metavar="N", help="run N generated scenarios under --check"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="with --soak: worker processes"
+    )
+    parser.add_argument(
+        "--keep", type=Path, metavar="DIR", help="with --soak: write failing scenarios here"
+    )
     parser.set_defaults(func=run)
 
 
@@ -64,6 +71,8 @@ def default_scenario() -> Scenario:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.soak is not None:
+        return run_soak(args)
     try:
         scenario = load_scenario(args.scenario) if args.scenario else default_scenario()
     except ScenarioError as error:
@@ -79,17 +88,62 @@ def run(args: argparse.Namespace) -> int:
             return 2
     # The controller's own log lines would drown the timeline; the timeline says it all.
     logging.getLogger().addHandler(logging.NullHandler())
-    simulate_to(scenario, out=sys.stdout, as_json=args.json, until=duration, seed=args.seed)
-    return 0
+    done = run_scenario(
+        scenario,
+        out=sys.stdout,
+        as_json=args.json,
+        until=duration,
+        seed=args.seed,
+        check_invariants=args.check,
+    )
+    if done.checker is None:
+        return 0
+    checker = done.checker
+    line = (
+        f"check: {checker.loops} loops, {checker.creates} creates, {done.crashes} crashes, "
+        f"{done.faults} faults, {len(checker.violations)} violations, {checker.leaks} leaks"
+    )
+    print(line, file=sys.stderr)
+    return 1 if checker.violations else 0
 
 
-def until_seconds(text: str, *, scenario: Scenario) -> float:
+def run_soak(args: argparse.Namespace) -> int:
+    """`--soak N`: generated scenarios under the checker; one summary line on stdout."""
+    if args.scenario is not None or args.json:
+        print(
+            "rpp simulate: --soak generates its scenarios; drop --scenario and --json",
+            file=sys.stderr,
+        )
+        return 2
+    if args.soak < 1 or args.jobs < 1:
+        print("rpp simulate: --soak and --jobs take a whole number >= 1", file=sys.stderr)
+        return 2
+    duration = None
+    if args.until is not None:
+        try:
+            duration = until_seconds(args.until)
+        except DurationError as error:
+            print(clip(f"rpp simulate: --until: {error}", CLIP_LINE), file=sys.stderr)
+            return 2
+    summary = soak(
+        seed=args.seed if args.seed is not None else 0,
+        count=args.soak,
+        duration=duration,
+        jobs=args.jobs,
+        keep=args.keep,
+        report=lambda line: print(line, file=sys.stderr),
+    )
+    print(summary.line())
+    return 1 if summary.violations else 0
+
+
+def until_seconds(text: str, *, scenario: Scenario | None = None) -> float:
     """--until as seconds: at least 1s (0s would simulate nothing), at most 30 days."""
     seconds = parse_duration(text)
     if seconds < 1:
+        own = f"the scenario's {format_duration(scenario.duration)}" if scenario else "each"
         raise DurationError(
-            f"{text!r} simulates nothing; give at least 1s, or leave --until out to run the "
-            f"scenario's {format_duration(scenario.duration)}"
+            f"{text!r} simulates nothing; give at least 1s, or leave --until out to run {own}"
         )
     if seconds > MAX_DURATION_S:
         raise DurationError(
@@ -107,95 +161,4 @@ def simulate_to(
     seed: int | None = None,
 ) -> Timeline:
     """Run a scenario on a fresh virtual-time loop; returns the whole timeline."""
-    if seed is not None:
-        scenario = dataclasses.replace(
-            scenario, cloud=dataclasses.replace(scenario.cloud, seed=seed)
-        )
-    # RunPod retries jitter with `random`: seeded, a run replays exactly.
-    random.seed(scenario.cloud.seed)
-
-    async def main(clock: VirtualClock) -> Timeline:
-        return await simulate(
-            scenario,
-            clock=clock,
-            out=out,
-            as_json=as_json,
-            until=scenario.duration if until is None else until,
-        )
-
-    return run_virtual(main)
-
-
-async def simulate(
-    scenario: Scenario, *, clock: VirtualClock, out: TextIO | None, as_json: bool, until: float
-) -> Timeline:
-    """The scenario's world, its events at their times, the controller running throughout."""
-    if out is not None and not as_json:
-        out.write(_header(scenario, until))
-    timeline = Timeline(clock=clock, out=out, as_json=as_json)
-    world = World(
-        clock=clock,
-        namespace=scenario.namespace,
-        cloud=scenario.cloud,
-        interval=scenario.interval,
-        fake_prometheus=True,
-        on_cloud=timeline.cloud,
-        on_result=timeline.result,
-    )
-    world.setup_pool(scenario.pool, default_image=DEFAULT_IMAGE)
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    stop = asyncio.Event()
-    running = asyncio.create_task(world.controller.loop.run(stop=stop))
-    traffic = asyncio.create_task(_traffic(world, TRAFFIC_PERIOD_S))
-    try:
-        for event in scenario.events:
-            if event.at > until:
-                break
-            await asyncio.sleep(max(0.0, start + event.at - loop.time()))
-            if event.do == "controller-restart":
-                running.cancel()  # discarded mid-whatever, as a killed process is
-                with contextlib.suppress(asyncio.CancelledError):
-                    await running
-            turned = await turn(world, event, pool=scenario.name)
-            if turned.fault is not None:
-                timeline.cloud(turned.fault)
-            else:
-                timeline.scenario(event.do, turned.detail)
-            if event.do == "controller-restart":
-                running = asyncio.create_task(world.controller.loop.run(stop=stop))
-        await asyncio.sleep(max(0.0, start + until - loop.time()))
-        stop.set()  # as SIGTERM: the loop under way finishes
-        await running
-    finally:
-        traffic.cancel()
-        running.cancel()
-        await asyncio.gather(traffic, running, return_exceptions=True)
-        if world.kube.has_pool(scenario.name):
-            final = world.kube.pool(scenario.name)
-            timeline.end(scenario.name, final.get("status") or {})
-        else:  # `do: delete` and the finalizer let it go
-            timeline.end(scenario.name, None)
-        await world.close()
-    return timeline
-
-
-async def _traffic(world: World, period: float) -> None:
-    await asyncio.sleep(TRAFFIC_OFFSET_S)
-    while True:
-        world.send_traffic()
-        await asyncio.sleep(period)
-
-
-def _header(scenario: Scenario, until: float) -> str:
-    length = format_duration(until)
-    if until != scenario.duration:
-        # --until: say that this is not the scenario's own length, so no one waits for
-        # the events the description promises after the end.
-        own = format_duration(scenario.duration)
-        length = f"{length} (--until; the scenario runs {own})"
-    lines = [f"Scenario {scenario.source}: pool {scenario.name}, {length}"]
-    if scenario.description:
-        lines += [f"  {line}" for line in scenario.description.splitlines()]
-    lines.append("")
-    return "\n".join(lines) + "\n"
+    return run_scenario(scenario, out=out, as_json=as_json, until=until, seed=seed).timeline

@@ -6,6 +6,8 @@ problems (every problem listed as `FILE: spec.path: message`) or two pools would
 pod; checked across every file given); 2 a file could not be read, is not UTF-8 YAML
 within the limits of rpp/model/documents.py, or holds no RunPodPool. Every message is
 one line naming the file, values echoed from the file are clipped, never a traceback.
+A valid pool whose limits leave no room for a surge pod gets a `FILE: warning:
+spec.path: message` line on stderr and still exits 0 (rpp/model/spec_advice.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from rpp.adapters.files import UnreadableFile, read_documents
 from rpp.model import spec as model
 from rpp.model.clashes import Placed, clashes
 from rpp.model.documents import clip, describe
+from rpp.model.spec_advice import surge_room_warnings
 from rpp.model.spec_load import Pool, load_pool
 
 CLIP_LINE = 400  # a problem line: its path and sentence, and a clipped value
@@ -100,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
                 continue
             valid.append(Placed(source=source, pool=pool))
             say(f"{source}: {summary(pool)}")
+            for path, message in surge_room_warnings(pool.spec):
+                say(f"{source}: warning: {path}: {message}", err=True)
             if args.show_defaults:
                 spec = pool.spec.model_dump(mode="json", by_alias=True)
                 resolved = {"metadata": {"name": pool.name}, "spec": spec}

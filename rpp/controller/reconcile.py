@@ -5,14 +5,26 @@ Where it sits: the controller loop (rpp/controller/loop.py, and the simulator) c
 machine notices read once for all pools (`Shared`). Everything that does I/O for one
 pool is here or in the adapters it calls; every decision is in rpp/decide/.
 
-The status write (rpp/controller/status_write.py) is conflict-safe and never blind.
+A status that cannot be read is not a reason to stop: decide rebuilds it from ground
+truth in one loop that changes nothing (rpp/decide/rebuild.py), and the old one is
+kept in the pool's `<group>/status-before-rebuild` annotation first.
+
+A loop that creates, terminates or updates a pod writes its intents first
+(rpp/decide/intents.py): the decided status, with one intent per RunPod write, is
+stored before any RunPod call, over the resourceVersion read (a 409 whose fresh status
+is still the one read, a spec change, is written over). If that write fails, nothing is
+carried out this loop: a crash or a lost write can then never hide a pod from the
+next loop.
+
+Every status write is conflict-safe and never blind (rpp/controller/pool_writes.py).
 On 409 the pool is read again:
 - if nothing was carried out this loop (DryRun, Observe, or no action), the loop is
   decided again on the fresh object and written again;
 - if effects were carried out, they are facts now: the new status is written over the
-  fresh resourceVersion only when the fresh status is still the one this loop started
-  from (the conflict came from a spec change); if someone else wrote the status, this
-  loop's status is not forced over it, and the failure is logged.
+  fresh resourceVersion only when the fresh status is still the one this loop wrote
+  ahead (the conflict came from a spec change); if someone else wrote the status, this
+  loop's status is not forced over it, the failure is logged, and the next loop settles
+  the intents it finds from RunPod's listing.
 """
 
 from __future__ import annotations
@@ -31,9 +43,9 @@ from rpp.adapters.logs import fields, layer_logger, pool_context
 from rpp.adapters.redaction import Redactor
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.pool_secret import read_pool_secret, remember_secrets
-from rpp.controller.status_write import write_status
+from rpp.controller.pool_writes import PoolWrites, Redecide
 from rpp.controller.writers import Writers
-from rpp.decide import fold
+from rpp.decide import fold, intents
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
@@ -110,11 +122,7 @@ class PoolReconciler:
         self.group = group
         self.redactor = redactor
         self.writers = Writers(identity)
-        # Per pool, the status this process last wrote, as stored and as parsed: the
-        # next loop reads back the same dict, and parsing it again is ~5% of a loop.
-        # Kept only when the server stored exactly what was sent, and hit only on equal
-        # content, so a status pruned by the server or written by anyone else is parsed.
-        self._written: dict[str, tuple[Mapping[str, Any], PoolStatus]] = {}
+        self.writes = PoolWrites(kube=kube, group=group, writers=self.writers)
         # Per pool, the last object loaded and its Pool: the spec rarely changes.
         self._loaded: dict[str, tuple[tuple[Any, ...], Pool]] = {}
 
@@ -137,16 +145,20 @@ class PoolReconciler:
             # Our finalizer is gone (removed by us or by hand): the pool waits only for
             # someone else's, and nothing about it is this controller's to do any more.
             return PoolResult(name, None, (), None, False)
+        status_unreadable = None
         try:
-            status = self._read_status(name, obj.get("status") or {})
+            status = self.writes.read(name, obj.get("status") or {})
         except StatusFormatError as err:
-            # Status is the only memory: guessing would risk duplicate creates.
-            log.error("status unreadable, not acting: %s", err)
-            return PoolResult(name, None, (), None, False, error=f"status unreadable: {err}")
+            # Rebuilt from ground truth (decide), the old one kept in an annotation.
+            log.error("status unreadable, rebuilding it: %s", err)
+            status_unreadable = f"the stored status could not be read: {err}"
+            status = PoolStatus()
         pool, problems = self._load(name, obj)
         clashes = [] if pool is None else self._clashes(pool, obj, shared)
         if pool is None or clashes:
             reason = CLASH if clashes else "ValidationFailed"
+            if status_unreadable is not None:
+                obj = await self.writes.keep_old(obj, status_unreadable)
             return await self._invalid(
                 obj, status, problems or clashes, generation=generation, reason=reason
             )
@@ -167,13 +179,29 @@ class PoolReconciler:
             obs=obs,
             now=now,
             proxy_url=self.proxy_url,
+            status_unreadable=status_unreadable,
         )
         for note in decision.log:
             log.info("%s", note.text, extra=fields(pod=note.pod, effect=note.effect))
+        if decision.rebuilt is not None and obj.get("status"):
+            obj = await self.writes.keep_old(obj, decision.rebuilt)
+        before = status
+        if spec.mode is Mode.MANAGE and any(intents.intent_for(e, now) for e in decision.effects):
+            ahead = await self.writes.ahead(obj, status, decision.status)
+            if ahead is None:
+                return PoolResult(
+                    name,
+                    decision,
+                    (),
+                    None,
+                    False,
+                    error="its intents could not be written; nothing was carried out",
+                )
+            obj, before = ahead
         results = await self.executor.execute(
             pool=obj, spec=spec, effects=decision.effects, env=env, now=now
         )
-        new_status = fold.fold(decision.status, results, now=now)
+        new_status = fold.fold(decision.status, results, now=now, acted_at=self.clock.now())
         if lifecycle.deleting_since is not None and any(
             isinstance(r.effect, RemoveFinalizer) and r.ok for r in results
         ):
@@ -189,26 +217,28 @@ class PoolReconciler:
             # This loop's own finalizer change moved the version; nobody else's did, or
             # that change would have been refused.
             obj = {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": version}}
-        written = await self._write(obj, status, new_status, acted=acted, shared=shared)
+        written = await self.writes.after(
+            obj, before, new_status, redecide=None if acted else self._redecide(shared)
+        )
         return PoolResult(name, decision, tuple(results), new_status, written)
 
     def start_term(self) -> None:
         """This process leads again: what another leader wrote before is no evidence."""
         self.writers.start_term()
 
+    def _redecide(self, shared: Shared) -> Redecide:
+        async def redecide(fresh: Mapping[str, Any]) -> PoolStatus | None:
+            return await self._reconcile_without_writing(fresh, shared)
+
+        return redecide
+
     def forget(self, name: str) -> None:
         """A deleted pool: drop what this reconciler and the metrics keep about it."""
         self.writers.forget(name)
-        self._written.pop(name, None)
+        self.writes.forget(name)
         self._loaded.pop(name, None)
         if self.metrics is not None:
             self.metrics.forget(name)
-
-    def _read_status(self, name: str, stored: Mapping[str, Any]) -> PoolStatus:
-        written = self._written.get(name)
-        if written is not None and written[0] == stored:
-            return written[1]  # from_stored(s.stored()) == s: the round trip is exact
-        return PoolStatus.from_stored(stored)
 
     def _load(self, name: str, obj: Mapping[str, Any]) -> tuple[Pool | None, list[Any]]:
         meta = obj.get("metadata") or {}
@@ -317,53 +347,8 @@ class PoolReconciler:
             recorded = await self.executor.record(obj, event, now)
             if not recorded.ok:
                 log.warning("event not recorded: %s", recorded.detail)
-        written = await self._write(obj, status, new_status, acted=False, shared=None)
+        written = await self.writes.after(obj, status, new_status, redecide=None)
         return PoolResult(name, None, (), new_status, written)
-
-    async def _write(
-        self,
-        obj: Mapping[str, Any],
-        before: PoolStatus,
-        after: PoolStatus,
-        *,
-        acted: bool,
-        shared: Shared | None,
-    ) -> bool:
-        name = str(obj["metadata"]["name"])
-        after = self.writers.mark(after)
-
-        async def on_conflict(fresh: Mapping[str, Any]) -> PoolStatus | None:
-            if not acted and shared is not None:
-                retry = await self._reconcile_without_writing(fresh, shared)
-                if retry is None:
-                    # The re-read pool wants actions this loop did not take: a status
-                    # claiming them would lie. The next loop decides and acts.
-                    log.info("the pool changed during the loop; the next loop acts")
-                    return None
-                return self.writers.mark(retry)
-            try:
-                fresh_status = PoolStatus.from_stored(fresh.get("status") or {})
-            except StatusFormatError:
-                fresh_status = None
-            if fresh_status != before:
-                log.error(
-                    "status changed while this loop acted; not overwriting it "
-                    "(is a second controller acting on this namespace?)"
-                )
-                return None
-            return after
-
-        self.writers.writing(name, after)
-        done = await write_status(
-            self.kube, name=name, obj=obj, status=after, on_conflict=on_conflict
-        )
-        if done.written:
-            self.writers.wrote(name, done.status or after)
-        if done.stored_as_sent and done.status is not None:
-            self._written[name] = (done.stored, done.status)
-        else:  # not written, or the API server pruned or changed it: read back what it keeps
-            self._written.pop(name, None)
-        return done.written
 
     async def _reconcile_without_writing(
         self, fresh: Mapping[str, Any], shared: Shared

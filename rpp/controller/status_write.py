@@ -47,6 +47,7 @@ class StatusWrite:
     written: bool
     sent: Mapping[str, Any] = field(default_factory=dict)
     stored: Mapping[str, Any] = field(default_factory=dict)
+    pool: Mapping[str, Any] = field(default_factory=dict)  # the pool as stored, when written
 
     @property
     def stored_as_sent(self) -> bool:
@@ -96,7 +97,9 @@ async def write_status(
                     name, status=sent, resource_version=_version(obj)
                 )
                 kept = stored.get("status") or {}
-                return StatusWrite(status=current, written=True, sent=sent, stored=kept)
+                return StatusWrite(
+                    status=current, written=True, sent=sent, stored=kept, pool=stored
+                )
     except Conflict:
         log.error("status not written after %d conflicts", ATTEMPTS, extra=fields(pool=name))
     except KubeError as err:

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rpp.decide import surge_first
+from rpp.decide import prices, surge_first
 from rpp.decide.ownership import new_pod_name
 from rpp.decide.placement import place
 from rpp.decide.safeguards import Block, create_block
@@ -22,6 +22,8 @@ from rpp.model.members import DrainReason, MemberRecord, Phase
 from rpp.model.observations import RunPodPod
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
+
+_IN_NGINX = frozenset({Phase.READY, Phase.FLAGGED})
 
 # Members that serve now or will without the pool doing anything more: a warming pod
 # serves once it passes, an updating pod comes back, a pod draining for an update too.
@@ -47,17 +49,27 @@ class CreateWish:
 
 
 def wanted_create(
-    *, members: Sequence[MemberRecord], desired: int, pool_wide: bool
+    *,
+    members: Sequence[MemberRecord],
+    desired: int,
+    pool_wide: bool,
+    covered: frozenset[str] = frozenset(),
+    coming: int = 0,
 ) -> CreateWish | None:
-    """The one create this loop asks for: a replacement first, then the pool size."""
-    flagged = surge_first.next_to_replace(members, pool_wide=pool_wide)
+    """The one create this loop asks for: a replacement first, then the pool size.
+
+    `covered` are members whose replacement is written down and not settled yet, and
+    `coming` the creates in that state (rpp/decide/intents.py): each may have made a
+    pod, so it covers its need, and counts as serving, until it is settled.
+    """
+    serving = serving_count(members) + coming
+    if serving >= desired:
+        return None  # enough serve without the flagged: scale-down takes those first
+    flagged = surge_first.next_to_replace(members, pool_wide=pool_wide, covered=covered)
     if flagged is not None:
         rule = flagged.flagged_rule or "a health rule"
         return CreateWish(f"replace {flagged.pod_id} ({rule})", replacement_for=flagged.pod_id)
-    serving = serving_count(members)
-    if serving < desired:
-        return CreateWish(f"{serving} of {desired} wanted pods")
-    return None
+    return CreateWish(f"{serving} of {desired} wanted pods")
 
 
 @dataclass(frozen=True)
@@ -81,10 +93,16 @@ def plan_create(
     """A CreatePod that passes every safeguard, or the safeguard that blocks it.
 
     `image` is what the pod runs (None: spec.image, or the template's); the release
-    keeps spec.image off new pods until its canary passed (rpp/decide/release.py)."""
-    cost = sum(p.cost_per_hr for p in owned)
+    keeps spec.image off new pods until its canary passed (rpp/decide/release.py).
+    Creates written down and not settled count as pods (they may have made one), at the
+    highest price a candidate may have."""
+    pending = len(status.pending_creates())
+    catalog = status.catalog_prices
+    dearest = prices.candidates(spec, catalog=catalog, room=0.0).highest()
+    cost = prices.pool_cost(spec, owned, pending=pending, pending_price=dearest)
+    fit = prices.candidates(spec, catalog=catalog, room=cost.room)
     block = create_block(
-        spec=spec, status=status, pod_count=len(owned), cost_per_hour=cost, now=now
+        spec=spec, status=status, pod_count=len(owned) + pending, cost=cost, fit=fit, now=now
     )
     if block is not None:
         return CreatePlan(None, block)
@@ -94,16 +112,19 @@ def plan_create(
     if not placement.datacenters:
         return CreatePlan(None, Block("NoDatacenter", placement.explain()))
     taken = [p.name for p in owned] + [a.name for a in status.create_log if a.name]
+    taken += [i.name for i in status.intents]
     effect = CreatePod(
         pool=pool,
         name=new_pod_name(spec, now=now, taken=taken),
         reason=wish.reason,
         replacement_for=wish.replacement_for,
-        gpu_types=spec.gpu_types,
+        gpu_types=fit.fitting,
         datacenters=placement.datacenters,
         cloud=spec.cloud,
         skipped=placement.excluded,
         image=image if image != spec.image else None,
+        max_price_per_hr=round(cost.room, 4),
+        catalog_prices=tuple(sorted(catalog.items())),
     )
     return CreatePlan(effect, None)
 
@@ -111,18 +132,46 @@ def plan_create(
 def scale_down_victim(members: Sequence[MemberRecord], *, desired: int) -> MemberRecord | None:
     """The member to take out when the pool is above its size, one at a time.
 
-    Nothing while a scale-down is still under way. A warming pod (not serving yet)
-    goes before a wired one; within each group the costliest goes first, then the
-    newest (the least proven).
+    Nothing while a scale-down is still under way. Flagged pods go first. One that
+    serves nothing goes once the pods that serve or will serve meet desired without it
+    (it is not replaced then; one being replaced only when they pass desired: its
+    replacement stays, as an ordinary member). One that still serves goes while the
+    pool holds more pods than desired and nginx keeps desired pods without it: the pool
+    shrinks by its bad pods first, and the flagged pod left gets its surge replacement.
+    Then a warming pod (not serving yet) goes before a wired one; within each group the
+    costliest goes first, then the newest (the least proven).
     """
     if any(
         m.drain_reason == DrainReason.SCALE_DOWN and m.phase in (Phase.DRAINING, Phase.TERMINATING)
         for m in members
     ):
         return None
-    if serving_count(members) <= desired:
+    serving = serving_count(members)
+    replaced = {m.replacement_for for m in members if m.replacement_for and m.phase != Phase.GONE}
+    flagged = sorted(
+        (m for m in members if m.phase == Phase.FLAGGED),
+        key=lambda m: (m.slot is not None, m.since, m.pod_id),
+    )
+    wired = sum(1 for m in members if m.slot is not None and m.phase in _IN_NGINX)
+    for m in flagged:
+        if m.slot is None:
+            # Serves nothing: it goes once the others meet desired (one being replaced
+            # leaves through surge-first, unless the pool shrinks anyway).
+            enough = serving > desired if m.pod_id in replaced else serving >= desired
+        else:
+            # Still serves: it goes only while the pool holds more than desired and
+            # nginx keeps desired pods without it (a flagged one too, if need be).
+            enough = serving + len(flagged) > desired and wired - 1 >= desired
+        if enough:
+            return m
+    if serving <= desired:
         return None
-    warming = [m for m in members if m.phase == Phase.WARMING and not m.replacement_for]
+    current = {m.pod_id for m in members if m.phase != Phase.GONE}
+    warming = [
+        m
+        for m in members
+        if m.phase == Phase.WARMING and (not m.replacement_for or m.replacement_for not in current)
+    ]
     ready = [m for m in members if m.phase == Phase.READY]
     group = warming or ready
     if not group:

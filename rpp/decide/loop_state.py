@@ -66,6 +66,7 @@ class LoopState:
     settings: MemberSettings
     owned: tuple[RunPodPod, ...] = ()
     held: frozenset[str] = frozenset()  # owned pods RunPod's answer did not read
+    unconfirmed: dict[str, str] = field(default_factory=dict)  # pod id -> intent action
     effects: list[Effect] = field(default_factory=list)
     log: list[Note] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)

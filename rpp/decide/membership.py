@@ -6,7 +6,8 @@ create that answered 5xx yet made a pod, a status lost or edited by hand. Every 
 the pool owns that status does not know is adopted here, never created again:
 
 - a pod whose name matches a create the pool attempted keeps that attempt's
-  replacement link (a replacement made through a 5xx is still a replacement);
+  replacement link (a replacement made through a 5xx is still a replacement), whether
+  the create was logged or only written down before a crash (rpp/decide/intents.py);
 - a pod that the slots ConfigMap already wires comes back as Ready in that slot, so a
   restarted controller with an empty status does not unwire a serving pool;
 - any other owned pod (namePrefix, or spec.adopt) is adopted Warming: it serves once
@@ -22,6 +23,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rpp.decide.intents import attempts_by_name
 from rpp.machines.member_step import new_member
 from rpp.model.members import MemberRecord
 from rpp.model.observations import RunPodPod
@@ -46,7 +48,7 @@ def find_new_members(
     """Records for owned pods status does not know, in pod id order."""
     known = {m.pod_id for m in status.members}
     used_slots = {m.slot for m in status.members if m.slot is not None}
-    attempts = {a.name: a for a in status.create_log if a.name}
+    attempts = attempts_by_name(status)
     found: list[Found] = []
     for pod in owned:
         if pod.id in known:
@@ -56,8 +58,11 @@ def find_new_members(
             slot = None  # status gave that slot to another member since: status wins
         attempt = attempts.get(pod.name)
         if attempt is not None:
-            record = new_member(pod, now=now, slot=slot, replacement_for=attempt.replacement_for)
-            how = f"found pod {pod.name} from a create that answered {attempt.outcome}"
+            came_from, replaces = attempt
+            record = new_member(pod, now=now, slot=slot, replacement_for=replaces)
+            how = f"found pod {pod.name} ({pod.id}) from {came_from}"
+            if replaces:
+                how += f", replacing {replaces}"
         else:
             record = new_member(pod, now=now, slot=slot, adopted=True)
             how = f"adopted pod {pod.name} ({pod.id})"

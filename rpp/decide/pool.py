@@ -26,6 +26,7 @@ rpp/decide/deletion.py.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import Counter
 from dataclasses import dataclass
@@ -33,7 +34,10 @@ from dataclasses import dataclass
 from rpp.decide import (
     capacity,
     deletion,
+    intents,
     judgement,
+    prices,
+    rebuild,
     release,
     second_controller,
     steps,
@@ -79,6 +83,7 @@ class Decision:
     effects: tuple[Effect, ...]
     log: tuple[Note, ...] = ()
     transitions: tuple[Transition, ...] = ()
+    rebuilt: str | None = None  # why this loop rebuilt the status from ground truth
 
 
 def decide(
@@ -90,8 +95,12 @@ def decide(
     obs: PoolObservation,
     now: dt.datetime,
     proxy_url: str = DEFAULT_PROXY_URL,
+    status_unreadable: str | None = None,
 ) -> Decision:
-    """One loop of one pool; see the module docstring for the steps and the modes."""
+    """One loop of one pool; see the module docstring for the steps and the modes.
+
+    `status_unreadable`: the stored status could not be read (why); `status` is then
+    empty and this loop rebuilds it (rpp/decide/rebuild.py)."""
     conds = Conditions(status, now=now, generation=generation)
     conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
     second_controller.report(conds, obs.other_controller, now=now)
@@ -115,6 +124,7 @@ def decide(
     loop.held = unreadable.held(loop.owned)
     unreadable.report(conds, loop.owned)
     blockers, wired_now = _blockers(loop)
+    rebuilt = rebuild.needed(status=conds.status, unreadable=status_unreadable, wired=wired_now)
     for found in find_new_members(status=conds.status, owned=loop.owned, wired=wired_now, now=now):
         conds.status = conds.status.with_member(found.record).with_history(
             HistoryEntry(
@@ -122,6 +132,19 @@ def decide(
             )
         )
         loop.note(found.how, pod=found.record.pod_id)
+    settled = intents.settle(conds.status, owned=loop.owned, now=now)
+    conds.status = settled.status
+    loop.unconfirmed = settled.unconfirmed
+    for line in settled.notes:
+        loop.note(line)
+    if rebuilt is not None:
+        rebuild.announce(loop, rebuilt)
+        members = tuple(
+            refresh(m, loop.plain(m.pod_id, probe=True), now) for m in conds.status.members
+        )
+        conds.status = conds.status.replace(members=members)
+        decision = _finish(loop, generation=generation, desired=spec.replicas.min)
+        return dataclasses.replace(decision, rebuilt=rebuilt)
     if blockers:
         conds.set(
             Cond.NOT_ACTING,
@@ -140,9 +163,18 @@ def decide(
     planned, real = _drive_members(loop, health, canary)
     surge_first.drain_replaced(loop, planned)
     desired = steps.autoscale_size(loop, planned)
-    wish = capacity.wanted_create(members=planned, desired=desired, pool_wide=health.pool_wide)
+    wish = capacity.wanted_create(
+        members=planned,
+        desired=desired,
+        pool_wide=health.pool_wide,
+        covered=intents.pending_replacements(conds.status),
+        coming=intents.pending_creates(conds.status),
+    )
     create = steps.create(loop, wish)
-    shrunk = wish is None and steps.scale_down(loop, planned, desired)
+    if create is None:
+        steps.terminate_first(loop, planned, wish)
+    # A blocked create does not stop the pool from shrinking by its bad pods first.
+    shrunk = create is None and steps.scale_down(loop, planned, desired)
     wants_create = wish is not None or shrunk
     release.roll(loop, planned, wants_create=wants_create, pool_wide=health.pool_wide)
     write = slots_effect(
@@ -239,6 +271,7 @@ def _drive_members(
             canary=m.pod_id == new_canary,
             canary_failure=canary.failure if canary and canary.pod_id == m.pod_id else None,
             rollback_to=canary.rollback_to if canary and canary.pod_id == m.pod_id else None,
+            unconfirmed=loop.unconfirmed.get(m.pod_id),
         )
         step = member_step.observe(m, signals=signals, now=loop.now)
         if mine is not None:
@@ -276,12 +309,15 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
         observed_generation=generation,
         desired=desired,
         ready=sum(1 for m in members if m.phase == Phase.READY and m.slot is not None),
-        cost_per_hour=round(sum(p.cost_per_hr for p in loop.owned), 4),
+        cost_per_hour=prices.billed(loop.owned),
     )
     conds.set_ready(mode=mode.value, deleting=loop.obs.pool.deleting_since is not None)
     effects = [*loop.effects, *conds.events(), *_finalizer(loop)]
     actions = [e for e in effects if not isinstance(e, RecordEvent | Finalizer)]
     status = conds.status.with_plan(actions if mode is Mode.DRY_RUN else ()).pruned(loop.now)
+    if mode is Mode.MANAGE:
+        # Stored before act carries them out (rpp/decide/intents.py).
+        status = intents.write_ahead(status, actions, loop.now)
     if mode is Mode.OBSERVE:
         effects = [e for e in effects if isinstance(e, Finalizer)]
     for effect in actions if mode is not Mode.OBSERVE else ():

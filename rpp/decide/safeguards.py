@@ -6,8 +6,9 @@ with the reason and the numbers behind it, so `kubectl get rpp -o yaml` says exa
 why a pool short of pods is not creating one.
 
 The caps hold in every mode and at every moment: they count every pool pod RunPod
-lists (whatever its phase), and the cost cap adds the estimated price of the pod about
-to be created, so a pool never exceeds limits.maxPods or limits.maxHourlyCostUsd.
+lists (whatever its phase) and every create written down but not settled, and the
+cost cap adds the price of the pod about to be created (rpp/decide/prices.py), so a
+pool never exceeds limits.maxPods or limits.maxHourlyCostUsd.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from rpp.decide.prices import Candidates, PoolCost
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
 from rpp.model.timestamps import to_rfc3339
@@ -36,7 +38,8 @@ def create_block(
     spec: RunPodPoolSpec,
     status: PoolStatus,
     pod_count: int,
-    cost_per_hour: float,
+    cost: PoolCost,
+    fit: Candidates,
     now: dt.datetime,
 ) -> Block | None:
     """The first safeguard that blocks a create now, or None when a create may go."""
@@ -58,13 +61,11 @@ def create_block(
             "CostCapReached",
             "limits.maxHourlyCostUsd is 0, which means never create: set the pool's budget",
         )
-    projected = cost_per_hour + limits.estimated_pod_cost_usd
-    if projected > limits.max_hourly_cost_usd:
+    if not fit.fitting:
         return Block(
             "CostCapReached",
-            f"the pool costs ${cost_per_hour:.2f}/h; one more pod (estimated "
-            f"${limits.estimated_pod_cost_usd:.2f}/h) would pass limits.maxHourlyCostUsd "
-            f"${limits.max_hourly_cost_usd:.2f}/h",
+            f"{cost.describe()}; one more pod would pass limits.maxHourlyCostUsd "
+            f"${limits.max_hourly_cost_usd:.2f}/h: {fit.describe_priced_out()}",
         )
     recent = status.creates_in_last_hour(now)
     if recent >= limits.max_creates_per_hour:

@@ -10,7 +10,7 @@ with a condition when it cannot act.
 
 from __future__ import annotations
 
-from rpp.decide import autoscale, capacity, release
+from rpp.decide import autoscale, capacity, intents, release
 from rpp.decide.conditions import Cond
 from rpp.decide.loop_state import LoopState
 from rpp.machines import member_step
@@ -114,9 +114,10 @@ def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
 def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bool:
     """Shrink by one pod when the pool is above its size; True when one was chosen.
 
-    Which pod goes first: a pod not serving yet (Warming) before a wired one, since it
-    costs the same and serves nobody; among those, and then among Ready pods, the
-    costliest, then the newest (capacity.scale_down_victim). A warming pod is
+    Which pod goes first: a flagged pod the pool does not need to replace, then a pod
+    not serving yet (Warming) before a wired one, since it costs the same and serves
+    nobody; among those, and then among Ready pods, the costliest, then the newest
+    (capacity.scale_down_victim). A flagged pod out of nginx or a warming pod is
     terminated at once; a wired one goes through the drain.
     """
     victim = capacity.scale_down_victim(planned, desired=desired)
@@ -126,7 +127,14 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
         loop.note(f"scale-down waits: RunPod's answer for pod {victim.pod_id} does not read")
         return False
     signals = loop.plain(victim.pod_id)
-    if victim.phase == Phase.WARMING:
+    if victim.phase == Phase.FLAGGED:
+        serving = capacity.serving_count(planned)
+        why = (
+            f"the pool has enough without it ({serving} serve or will serve, {desired} "
+            "desired): it is not replaced"
+        )
+        step = member_step.release(victim, reason=why, signals=signals, now=loop.now)
+    elif victim.phase == Phase.WARMING:
         step = member_step.retire(victim, signals=signals, now=loop.now)
     else:
         step = member_step.drain(
@@ -134,3 +142,37 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
         )
     planned[planned.index(victim)] = loop.order(victim, step)
     return True
+
+
+def terminate_first(
+    loop: LoopState, planned: list[MemberRecord], wish: capacity.CreateWish | None
+) -> None:
+    """When the pool's replacement create is blocked, a flagged member that serves
+    nothing (out of nginx) and has no replacement coming is terminated first: it only
+    bills, and its place (maxPods, cost, a datacenter slot) is what the replacement
+    needs. A flagged member that still serves is never: it keeps serving, and
+    CreateBlocked (or CapacityUnavailable) says what blocks its replacement."""
+    if wish is None or wish.replacement_for is None:
+        return
+    why = _create_blocked(loop)
+    if why is None:
+        return
+    replaced = {m.replacement_for for m in planned if m.replacement_for and m.phase != Phase.GONE}
+    replaced |= intents.pending_replacements(loop.conds.status)
+    for victim in [m for m in planned if m.phase == Phase.FLAGGED and m.slot is None]:
+        if victim.pod_id in replaced:
+            continue
+        reason = f"its replacement cannot be created first ({why}); terminating it first"
+        step = member_step.release(
+            victim, reason=reason, signals=loop.plain(victim.pod_id), now=loop.now
+        )
+        planned[planned.index(victim)] = loop.order(victim, step)
+
+
+def _create_blocked(loop: LoopState) -> str | None:
+    """What keeps this loop's create from happening (its condition's words), if any."""
+    for cond in (Cond.CREATE_BLOCKED, Cond.CAPACITY_UNAVAILABLE):
+        found = loop.conds.status.condition(cond)
+        if found is not None and found.status == "True":
+            return found.message
+    return None

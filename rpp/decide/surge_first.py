@@ -33,11 +33,16 @@ from rpp.model.observations import RunPodPod
 from rpp.model.status import PoolStatus
 
 
-def next_to_replace(members: Sequence[MemberRecord], *, pool_wide: bool) -> MemberRecord | None:
-    """The flagged member whose replacement this loop creates, if any (moment 1)."""
+def next_to_replace(
+    members: Sequence[MemberRecord], *, pool_wide: bool, covered: frozenset[str] = frozenset()
+) -> MemberRecord | None:
+    """The flagged member whose replacement this loop creates, if any (moment 1).
+
+    `covered`: members whose replacement create is written down and not settled yet."""
     if pool_wide:
         return None
     live = {m.replacement_for for m in members if m.replacement_for and m.phase != Phase.GONE}
+    live |= covered
     for m in sorted(members, key=lambda m: (m.since, m.pod_id)):
         if m.phase == Phase.FLAGGED and m.pod_id not in live:
             return m

@@ -11,7 +11,9 @@ class into docs/diagrams/ and the README table, so the names below are what user
 Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain`
 (Ready -> Draining for an image update or a scale-down), `replacement_wired`
 (Flagged -> Draining), `retire` (Warming -> Terminating when the pool shrinks) and
-`delete` (every member on its way out: the pool is being deleted).
+`delete` (every member on its way out: the pool is being deleted) and `release` (a
+Flagged member the pool will not replace first: out of nginx already, it is terminated
+at once; still serving, it drains).
 An event none of whose transitions applies is a no-op
 (`allow_event_without_transition`): a quiet loop takes no transition at all, which
 is most loops of most members. The driver asks `may_move` first, which tries the same
@@ -102,9 +104,13 @@ class MemberMachine(UpdateCallbacks, StateMachine):
             unless="last_wired",
             on="unwire_unreachable",
         )
+        | flagged.to(
+            terminating, cond=["serves_nothing", "surge_overdue"], on="terminate_unserved"
+        )
         | draining.to(updating, cond=["drain_elapsed", "rollback_planned"], on="send_rollback")
         | draining.to(updating, cond=["drain_elapsed", "update_planned"], on="send_update")
         | draining.to(terminating, cond="drain_elapsed", on="terminate_drained")
+        | updating.to(updating, cond="update_unconfirmed", on="resend_update")
         | updating.to(
             ready,
             cond=["new_process_running", "passes_in_a_row", "slot_offered", "is_canary"],
@@ -118,6 +124,8 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         )
         | updating.to(terminating, cond="rollback_timed_out", on="abandon_update")
         | updating.to(updating, cond="update_failed", unless="rolling_back", on="roll_back")
+        | terminating.to(terminating, cond="terminate_unconfirmed", on="retry_terminate")
+        | terminating.to(terminating, cond=["listed", "terminate_failed"], on="retry_terminate")
         | terminating.to(terminating, cond="terminate_retry_due", on="retry_terminate")
     )
     drain = ready.to(draining, validators="valid_drain_order", on="start_drain")
@@ -132,14 +140,20 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         | warming.to(terminating, on="terminate_for_deletion")
         | updating.to(terminating, on="terminate_for_deletion")
     )
+    release = flagged.to(terminating, cond="serves_nothing", on="terminate_released") | (
+        flagged.to(draining, on="drain_released")
+    )
 
     ORDERS: ClassVar[dict[str, str]] = {
         "drain": "the pool chose it for an image update or a scale-down",
         "replacement_wired": "its replacement is wired",
         "retire": "the pool shrinks and it is not serving yet (scale-down takes these first)",
         "delete": "the pool is being deleted with deletionPolicy Delete",
+        "release": "the pool will not replace it first: it has enough serving pods without "
+        "it, or its replacement cannot be created while it stays (terminate-first)",
     }
-    """When the pool sends each of its orders (they have no guards; the docs show this)."""
+    """When the pool sends each of its orders (the docs show this; `release` has one
+    guard, which picks where the member goes)."""
 
     allow_event_without_transition = True  # "nothing applies" is a no-op, not an error
 
@@ -280,6 +294,26 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         sent = record.terminate_requested_at or record.since
         return signals.listed and _elapsed(sent, now) >= signals.settings.terminate_retry_s
 
+    def serves_nothing(self) -> bool:
+        """it is out of nginx"""
+        return self.view.current.slot is None
+
+    def surge_overdue(self, signals: MemberSignals, now: dt.datetime) -> bool:
+        """flagged for health.warmupTimeout: no replacement came to serve in time"""
+        return _elapsed(self.view.current.since, now) >= signals.settings.warmup_timeout_s
+
+    def listed(self, signals: MemberSignals) -> bool:
+        """RunPod lists the pod"""
+        return signals.listed
+
+    def terminate_failed(self) -> bool:
+        """the last terminate failed (RunPod answered an error, or nothing)"""
+        return self.view.current.terminate_error is not None
+
+    def terminate_unconfirmed(self, signals: MemberSignals) -> bool:
+        """its terminate was written down but never answered (the loop stopped)"""
+        return signals.unconfirmed == "terminate" and signals.listed
+
     def valid_drain_order(self, reason: str | None, image: str | None) -> None:
         """Reject a drain order the pool should never send."""
         record = self.view.current
@@ -409,6 +443,30 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         """TerminatePod"""
         self.drain_for_deletion()
         self._terminate("the pool is being deleted", now=now, cooldown=False)
+
+    def terminate_unserved(self, signals: MemberSignals, now: dt.datetime) -> None:
+        """TerminatePod, datacenter to cooldown; Event FlaggedPodTerminated"""
+        record = self.view.current
+        text = (
+            f"pod {record.pod_id} ({record.name}) serves nothing and no replacement came to "
+            f"serve within {signals.settings.warmup_timeout_s:g}s of its flag: terminating it"
+        )
+        self._terminate(text, now=now, cooldown=True)
+        self._event("Warning", "FlaggedPodTerminated", text)
+
+    def terminate_released(self, reason: str | None, now: dt.datetime) -> None:
+        """TerminatePod, datacenter to cooldown; Event ReplacedTerminateFirst"""
+        record = self.view.current
+        text = f"pod {record.pod_id} ({record.name}) serves nothing: {reason}"
+        self._terminate(text, now=now, cooldown=True)
+        self._event("Warning", "ReplacedTerminateFirst", text)
+
+    def drain_released(self, reason: str | None) -> None:
+        """Unwire; Event PodReleased"""
+        record = self.view.current
+        self._unwire("released")
+        self.view.change(drain_reason=DrainReason.REPLACE.value)
+        self._event("Normal", "PodReleased", f"pod {record.pod_id} ({record.name}): {reason}")
 
     def retry_terminate(self, now: dt.datetime) -> None:
         """TerminatePod again"""

@@ -117,6 +117,14 @@ def delete(record: MemberRecord, *, signals: MemberSignals, now: dt.datetime) ->
     return _run(record, "delete", signals=signals, now=now)
 
 
+def release(
+    record: MemberRecord, *, reason: str, signals: MemberSignals, now: dt.datetime
+) -> MemberStep:
+    """The pool will not replace this Flagged member first (`reason` says why): out of
+    nginx it is terminated at once, still serving it drains."""
+    return _run(record, "release", signals=signals, now=now, reason=reason)
+
+
 def new_member(
     pod: RunPodPod,
     *,

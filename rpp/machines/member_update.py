@@ -54,7 +54,7 @@ class UpdateCallbacks:
             pod_id=pod_id, name=name, reason=reason, cooldown_datacenter=datacenter
         )
         self.view.emit(terminate)
-        self.view.change(terminate_requested_at=now)
+        self.view.change(terminate_requested_at=now, terminate_error=None)
 
     def _event(self, kind: EventType, reason: str, message: str) -> None:
         pod_id = self.view.current.pod_id
@@ -97,6 +97,10 @@ class UpdateCallbacks:
         """its canary bake failed against the pods still on the old image"""
         return signals.canary_failure is not None and signals.rollback_to is not None
 
+    def update_unconfirmed(self, signals: MemberSignals) -> bool:
+        """its update was written down but never landed (the loop stopped)"""
+        return signals.unconfirmed == "update" and self.view.current.update is not None
+
     def rollback_planned(self) -> bool:
         """it was drained to go back to its old image"""
         update = self.view.current.update
@@ -129,6 +133,23 @@ class UpdateCallbacks:
                 step=UpdateStep.RESTART, started_at=now, process_start_before=before
             ),
         )
+
+    def resend_update(self, now: dt.datetime) -> None:
+        """UpdatePod again (the image it was going to)"""
+        record = self.view.current
+        update = record.update
+        assert update is not None, "guarded by update_unconfirmed"
+        self.view.emit(
+            UpdatePod(
+                pod_id=record.pod_id,
+                name=record.name,
+                image=update.running_image,
+                from_image=update.to_image if update.rollback else update.from_image,
+                reason="sent again: the loop that sent it stopped before RunPod answered",
+                rollback=update.rollback,
+            )
+        )
+        self.view.change(update=update.replace(started_at=now))
 
     def finish_update(self, signals: MemberSignals) -> None:
         """Wire(slot); Event PodUpdated or UpdateRolledBack"""

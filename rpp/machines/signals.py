@@ -84,6 +84,9 @@ class MemberSignals(NamedTuple):
     `canary` is True for the release's canary (status.rollout.canary) while it is put on
     the new image; `canary_failure` is the verdict's message once its bake failed, and
     `rollback_to` the image it goes back to (rpp/decide/release.py sets all three).
+    `unconfirmed` names a terminate or update of this member that a loop wrote down
+    and never saw answered (it stopped in between): it is sent again
+    (rpp/decide/intents.py).
 
     A named tuple, not a frozen dataclass: as immutable, and the pool builds one per
     member per loop, where a frozen dataclass's construction was a tenth of a quiet loop.
@@ -103,6 +106,7 @@ class MemberSignals(NamedTuple):
     canary: bool = False
     canary_failure: str | None = None
     rollback_to: str | None = None
+    unconfirmed: str | None = None
 
     @property
     def listed(self) -> bool:

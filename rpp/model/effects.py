@@ -28,10 +28,14 @@ class CreatePod:
     """Create one pod for the pool; RunPod takes the first candidate with stock.
 
     `gpu_types` and `datacenters` are the candidates in preference order, already
-    filtered by decide (denied, cooling-down and full datacenters removed); `skipped`
-    names the allowed datacenters left out and why, so a refusal can say so. `image` is
-    set when the pod must not get spec.image: a release whose canary has not passed,
-    or was rolled back (None: spec.image, or the template's).
+    filtered by decide (denied, cooling-down and full datacenters removed, GPU types
+    priced over the cost cap left out); `skipped` names the allowed datacenters left out
+    and why, so a refusal can say so. `image` is set when the pod must not get
+    spec.image: a release whose canary has not passed, or was rolled back (None:
+    spec.image, or the template's). `max_price_per_hr` is what is left under
+    limits.maxHourlyCostUsd: act tries no candidate whose catalog price is above it,
+    and falls back on `catalog_prices` (the last prices read) when the catalog is
+    unreadable (rpp/decide/prices.py).
     """
 
     action: ClassVar[ActionKind] = "create"
@@ -44,6 +48,8 @@ class CreatePod:
     cloud: str | None = None
     skipped: tuple[tuple[str, str], ...] = ()  # (datacenter, why not tried)
     image: str | None = None
+    max_price_per_hr: float | None = None  # None: no cost check (tests that build effects)
+    catalog_prices: tuple[tuple[str, float], ...] = ()  # GPU type -> list price per GPU
 
     @property
     def pod(self) -> str:
@@ -61,6 +67,8 @@ class CreatePod:
             text += f"; trying {gpus} in {places}"
             if self.cloud:
                 text += f" ({self.cloud})"
+        if self.max_price_per_hr is not None:
+            text += f", at most ${self.max_price_per_hr:.2f}/h"
         return text
 
 

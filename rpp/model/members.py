@@ -130,6 +130,7 @@ class MemberRecord(StatusModel):
     drain_reason: DrainReason | None = None
     update: UpdateProgress | None = None  # required while Updating (checked on read)
     terminate_requested_at: Timestamp | None = None
+    terminate_error: str | None = None  # RunPod's words when the last terminate failed
     missing_loops: Whole = 0  # loops in a row RunPod did not list the pod
     adopted: StrictBool = False
 

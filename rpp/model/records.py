@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from functools import partial
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, StrictBool
 
 from rpp.model.codec import Number, StatusModel, Timestamp, Whole
 from rpp.model.effects import Effect
@@ -136,6 +136,35 @@ class CreateAttempt(StatusModel):
     outcome: str = ""
     name: str | None = None  # the pod name asked for: the next listing adopts it by name
     replacement_for: str | None = None  # so an adopted pod keeps its replacement link
+
+
+IntentAction = Literal["create", "terminate", "update"]
+
+
+class Intent(StatusModel):
+    """An action written down before it is carried out (`status.intents[]`).
+
+    Before the controller asks RunPod to create, terminate or update a pod it stores
+    what it is about to do in status, with a conflict-safe write, and it removes the
+    intent once the call's outcome is known. An intent found at the start of a loop is
+    the trace of a loop that stopped in between (a crash, a lost status write);
+    rpp/decide/intents.py resolves it from RunPod's listing. A create's intent names
+    the pod's unique name and what it is for (`replacement_for`, or the pool's size).
+    """
+
+    action: IntentAction
+    time: Timestamp
+    name: str  # the pod's name; for a create, the unique name asked for
+    pod: str | None = None  # the pod id (terminate, update)
+    replacement_for: str | None = None  # a create that replaces this member
+    purpose: Detail = ""  # why, in words: the create's wish, the terminate's reason
+    image: str | None = None  # an update's image
+    rollback: StrictBool = False  # an update that rolls back
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What one intent is about: one per (action, pod or name)."""
+        return (self.action, self.pod or self.name)
 
 
 class Backoff(StatusModel):

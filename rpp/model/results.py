@@ -12,7 +12,8 @@ the pool makes of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from rpp.model.effects import Effect
@@ -53,6 +54,7 @@ class EffectResult:
     # The pool's resourceVersion after a finalizer change: the change was made over the
     # version the loop read, so the status write may go over this one.
     pool_version: str | None = None
+    prices: Mapping[str, float] = field(default_factory=dict)  # catalog list prices read
 
     @property
     def ok(self) -> bool:

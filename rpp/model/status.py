@@ -42,6 +42,7 @@ from rpp.model.records import (
     ConditionStatus,
     CreateAttempt,
     HistoryEntry,
+    Intent,
     PlannedAction,
     Recommendation,
     set_condition,
@@ -74,6 +75,8 @@ class PoolStatus(StatusModel):
     history: tuple[HistoryEntry, ...] = ()
     autoscaling: Autoscaling | None = None
     create_log: tuple[CreateAttempt, ...] = ()
+    # Actions written down before acting, until their outcome is known (decide/intents.py).
+    intents: tuple[Intent, ...] = Field(default=(), exclude_if=lambda intents: not intents)
     datacenter_replacements: Annotated[Mapping[str, tuple[Timestamp, ...]], SORTED_KEYS] = Field(
         default_factory=dict
     )
@@ -83,6 +86,11 @@ class PoolStatus(StatusModel):
     writer: str | None = None
     """The controller process that wrote this status (its Lease identity): how a second
     controller acting on the pool is seen (rpp/controller/writers.py)."""
+    # RunPod's list price per GPU by GPU type, as the last create read it from the
+    # catalog: decide prices a create with it (rpp/decide/prices.py).
+    catalog_prices: Annotated[Mapping[str, Number], SORTED_KEYS] = Field(
+        default_factory=dict, exclude_if=lambda prices: not prices
+    )
 
     @classmethod
     def from_stored(cls, data: object, path: str = "status") -> PoolStatus:
@@ -169,7 +177,25 @@ class PoolStatus(StatusModel):
         return self.replace(create_log=(*self.create_log, attempt))
 
     def creates_in_last_hour(self, now: dt.datetime) -> int:
-        return sum(1 for attempt in self.create_log if now - attempt.time < CREATE_LOG_WINDOW)
+        """Creates that count toward limits.maxCreatesPerHour now: the logged ones of the
+        last hour, and every create written down and not settled yet (it may have made
+        a pod; rpp/decide/intents.py logs it once its outcome is known)."""
+        logged = sum(1 for attempt in self.create_log if now - attempt.time < CREATE_LOG_WINDOW)
+        return logged + len(self.pending_creates())
+
+    # --- intents ----------------------------------------------------------------------
+
+    def pending_creates(self) -> tuple[Intent, ...]:
+        return tuple(i for i in self.intents if i.action == "create")
+
+    def with_intent(self, intent: Intent) -> PoolStatus:
+        """`intent` in place of any other about the same pod and action."""
+        kept = tuple(i for i in self.intents if i.key != intent.key)
+        return self.replace(intents=(*kept, intent))
+
+    def without_intent(self, action: str, pod_or_name: str) -> PoolStatus:
+        kept = tuple(i for i in self.intents if i.key != (action, pod_or_name))
+        return self.replace(intents=kept)
 
     def with_datacenter_replacement(self, datacenter: str, now: dt.datetime) -> PoolStatus:
         replacements = dict(self.datacenter_replacements)
@@ -231,6 +257,7 @@ __all__ = [
     "Condition",
     "CreateAttempt",
     "HistoryEntry",
+    "Intent",
     "MemberRecord",
     "PlannedAction",
     "PoolStatus",

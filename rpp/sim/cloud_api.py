@@ -56,6 +56,14 @@ _ROUTES: list[tuple[str, str, re.Pattern[str], str]] = [
 ]
 
 
+def operation_of(method: str, path: str) -> str | None:
+    """The operationId a request to the API calls (`createPod`...), None for no route."""
+    for route_method, operation, pattern, _ in _ROUTES:
+        if route_method == method and pattern.match(path):
+            return operation
+    return None
+
+
 def _json_body(request: io.Request) -> Any:
     try:
         return json.loads(request.body or b"null")
@@ -157,6 +165,8 @@ async def _hold(receive: io.Receive, seconds: float | None) -> bool:
         done, _ = await asyncio.wait({task}, timeout=seconds)
     finally:
         task.cancel()  # also when the request itself is cancelled (in-process client)
+        # Wait for it to end: a task dropped while cancelling is "destroyed pending".
+        await asyncio.gather(task, return_exceptions=True)
     return bool(done)
 
 

@@ -112,8 +112,10 @@ def gpu_catalog_json(
         name, memory = _GPU_INFO.get(gpu_type, (gpu_type.removeprefix("NVIDIA "), 24))
 
         def price(kind: str, entries: dict[tuple[str, str, str], Any] = entries) -> float:
+            # RunPod lists one price per GPU type; the fake's datacenters may bill
+            # differently, so its list price is the highest: no pod bills above it.
             prices = [e.cost_per_hr for key, e in entries.items() if key[2] == kind]
-            return min(prices) if prices else 0.0
+            return max(prices) if prices else 0.0
 
         item: dict[str, Any] = {
             "id": gpu_type,

@@ -21,6 +21,7 @@ reported with its path in the file and what to write instead, never as a traceba
         ghcr.io/acme/infer:1.5: {errorRatio: 0.3}          # 30% of requests answer 500
         ghcr.io/acme/infer:1.6: {latency: 0.75s}           # every request takes 0.75 s
         ghcr.io/acme/infer:1.7: {startFails: true}         # its service never answers
+      faults: {rate: 0.2, kinds: [ServerError, RateLimited, Timeout], until: 3h}
 
 Other top-level sections of the file belong to other readers and are ignored here.
 """
@@ -38,6 +39,7 @@ from rpp.adapters.files import UnreadableFile, read_bytes
 from rpp.model.documents import DocumentError, describe, parse_documents
 from rpp.model.durations import DurationError, parse_duration
 from rpp.sim.cloud import FakeCloud, ImageBehaviour, PodServerFactory
+from rpp.sim.faults import FaultError, RandomFaults, random_faults_from_dict
 
 _POD_ID = re.compile(r"^[a-z0-9]{6,32}$")
 _STOCK_FIELDS = ("datacenter", "gpuType", "cloud", "count", "costPerHr")
@@ -95,6 +97,12 @@ class CloudScenario:
     templates: tuple[tuple[str, str, Mapping[str, str], tuple[str, ...]], ...] = ()
     existing: tuple[ExistingPod, ...] = ()
     images: Mapping[str, ImageBehaviour] = field(default_factory=dict)
+    faults: RandomFaults | None = None  # every call may fail, at this rate (seeded)
+
+    def start_faults(self, cloud: FakeCloud) -> None:
+        """Deal the section's random faults from a generator seeded by the scenario."""
+        if self.faults is not None:
+            cloud.faults.at_random(self.faults, seed=self.seed, clock=cloud.clock)
 
 
 class _Reader:
@@ -167,7 +175,7 @@ class _Reader:
 def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
     """The `cloud:` mapping of a scenario -> CloudScenario, or ScenarioError."""
     known = ("seed", "bootTime", "provisioningTime", "balance", "rateLimitPerMinute")
-    top = _Reader(data, path, (*known, "stock", "templates", "existing", "images"))
+    top = _Reader(data, path, (*known, "stock", "templates", "existing", "images", "faults"))
     stock = []
     for i, item in enumerate(top.items("stock")):
         r = _Reader(
@@ -217,8 +225,19 @@ def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
                 env=r.string_map("env"),
             )
         )
+    faults = None
+    if "faults" in data:
+        section = data["faults"]
+        if isinstance(section, Mapping) and "until" in section:  # a duration, as seconds
+            until = _Reader(section, f"{path}.faults", tuple(section)).duration("until")
+            section = {**section, "until": until}
+        try:
+            faults = random_faults_from_dict(section, where=f"{path}.faults")
+        except FaultError as error:
+            raise ScenarioError(str(error)) from None
     return CloudScenario(
         images=_images(data.get("images", {}), f"{path}.images"),
+        faults=faults,
         boot_time=top.duration("bootTime") if "bootTime" in data else 60.0,
         provisioning_time=top.duration("provisioningTime") if "provisioningTime" in data else None,
         seed=top.number("seed", integer=True) if "seed" in data else 0,
@@ -332,4 +351,5 @@ def build_cloud(
         )
         if p.note:
             cloud.set_machine_note(pod.info.pod_id, p.note)
+    scenario.start_faults(cloud)
     return cloud

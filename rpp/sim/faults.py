@@ -22,13 +22,20 @@ Operations are the OpenAPI operationIds (plus `hostNotices` for the GraphQL quer
 `"*"` matches any operation. Queued faults are used before `always` ones, and an
 operation-specific fault before a `"*"` one. Stock changes over time are not faults:
 they live on the cloud (`set_stock`, `schedule_stock`).
+
+A scenario file scripts the same queue: `do: fault` (operation, kind, times) queues
+faults at a time, and `cloud.faults: {rate, kinds}` makes every call suffer a fault
+at that rate, drawn from a generator seeded by the scenario, so a run replays
+exactly (`FaultQueue.at_random`). `struck` counts every fault dealt, by kind.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import deque
-from collections.abc import Mapping
+import datetime as dt
+import random
+from collections import Counter, deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -44,6 +51,8 @@ OPERATIONS = (
     "hostNotices",
 )
 ANY = "*"
+RUNPOD_API_OPERATIONS = tuple(op for op in OPERATIONS if op != "podAction")
+"""What random faults strike by default: every call the controller makes."""
 
 # RunPod's wording for a create it cannot place (from RunPod's own answers).
 NO_CAPACITY_DETAIL = (
@@ -306,6 +315,35 @@ def fault_from_dict(data: Mapping[str, Any], *, where: str = "fault") -> Fault:
         raise FaultError(f"{where}: {exc}") from None
 
 
+DEFAULT_RANDOM_KINDS: tuple[Fault, ...] = (
+    ServerError(status=500),
+    ServerError(status=503, detail="Service Unavailable"),
+    RateLimited(retry_after=2),
+    Timeout(),
+    MalformedJson(),
+    CreatedButFailed(),
+)
+"""`cloud.faults` without `kinds`: 5xx, 429, timeouts, malformed answers, created-but-500."""
+
+
+@dataclass(frozen=True)
+class RandomFaults:
+    """Every call of `operations` suffers one of `kinds` with probability `rate`."""
+
+    rate: float
+    kinds: tuple[Fault, ...] = DEFAULT_RANDOM_KINDS
+    operations: tuple[str, ...] = RUNPOD_API_OPERATIONS
+    until: float | None = None  # seconds after they start; None: for good
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.rate <= 1.0:
+            raise FaultError(f"rate: expected a share between 0 and 1, got {self.rate!r}")
+        if not self.kinds:
+            raise FaultError("kinds: list at least one fault kind")
+        for operation in self.operations:
+            check_operation(operation)
+
+
 def check_operation(operation: str) -> str:
     if operation != ANY and operation not in OPERATIONS:
         raise FaultError(
@@ -320,6 +358,26 @@ class FaultQueue:
     def __init__(self) -> None:
         self._queued: dict[str, deque[Fault]] = {}
         self._always: dict[str, Fault] = {}
+        self._random: RandomFaults | None = None
+        self._rng = random.Random(0)
+        self._clock: Any = None
+        self._random_until: dt.datetime | None = None
+        self.struck: Counter[str] = Counter()  # faults dealt, by kind
+
+    def at_random(
+        self, faults: RandomFaults | None, *, seed: str | int = 0, clock: Any = None
+    ) -> None:
+        """From now on, calls suffer random faults as `faults` says (None: stop).
+
+        The generator is seeded here and drawn once per call of a listed operation,
+        so the same scenario and seed strike the same calls. `faults.until` needs the
+        `clock` they run on (anything with `now()`): they stop that long after now."""
+        self._random = faults
+        self._rng = random.Random(f"faults:{seed}")
+        self._clock = clock
+        self._random_until = None
+        if faults is not None and faults.until is not None and clock is not None:
+            self._random_until = clock.now() + dt.timedelta(seconds=faults.until)
 
     def next(self, operation: str, fault: Fault, *, times: int = 1) -> None:
         """The next `times` calls of `operation` suffer `fault`."""
@@ -345,8 +403,66 @@ class FaultQueue:
 
     def take(self, operation: str) -> Fault | None:
         """The fault for this call of `operation`, if any (consumes a queued one)."""
+        fault = self._scripted(operation) or self._drawn(operation)
+        if fault is not None:
+            self.struck[fault.kind] += 1
+        return fault
+
+    def _scripted(self, operation: str) -> Fault | None:
         for key in (operation, ANY):
             queue = self._queued.get(key)
             if queue:
                 return queue.popleft()
         return self._always.get(operation) or self._always.get(ANY)
+
+    def _drawn(self, operation: str) -> Fault | None:
+        plan = self._random
+        if plan is None or operation not in plan.operations:
+            return None
+        if self._random_until is not None and self._clock.now() >= self._random_until:
+            return None
+        if self._rng.random() >= plan.rate:
+            return None
+        return plan.kinds[self._rng.randrange(len(plan.kinds))]
+
+
+def random_faults_from_dict(data: Any, *, where: str = "faults") -> RandomFaults:
+    """`{rate: 0.2, kinds: [ServerError, {kind: Timeout, applied: true}], operations: [...]}`."""
+    if not isinstance(data, Mapping):
+        raise FaultError(
+            f"{where}: expected a mapping such as {{rate: 0.2, kinds: [ServerError]}}"
+        )
+    for key in data:
+        if key not in ("rate", "kinds", "operations", "until"):
+            raise FaultError(
+                f"{where}.{key}: unknown field; known fields: rate, kinds, operations, until"
+            )
+    rate = data.get("rate")
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
+        raise FaultError(f"{where}.rate: expected a share between 0 and 1, got {rate!r}")
+    kinds: Sequence[Any] = data.get("kinds", [])
+    if not isinstance(kinds, list):
+        raise FaultError(f"{where}.kinds: expected a list of fault kinds")
+    faults = tuple(
+        fault_from_dict({"kind": k} if isinstance(k, str) else k, where=f"{where}.kinds[{i}]")
+        for i, k in enumerate(kinds)
+    )
+    operations = data.get("operations", list(RUNPOD_API_OPERATIONS))
+    if not isinstance(operations, list) or not all(isinstance(o, str) for o in operations):
+        raise FaultError(f"{where}.operations: expected a list of operation names")
+    for i, operation in enumerate(operations):
+        try:
+            check_operation(operation)
+        except FaultError as error:
+            raise FaultError(f"{where}.operations[{i}]: {error}") from None
+    until = data.get("until")
+    if until is not None and (
+        isinstance(until, bool) or not isinstance(until, int | float) or until < 0
+    ):
+        raise FaultError(f"{where}.until: seconds after the start, a number >= 0")
+    return RandomFaults(
+        rate=float(rate),
+        kinds=faults or DEFAULT_RANDOM_KINDS,
+        operations=tuple(operations),
+        until=None if until is None else float(until),
+    )

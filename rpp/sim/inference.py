@@ -115,6 +115,11 @@ class FakeInferencePod:
     def mode(self) -> ServiceMode:
         return self._mode
 
+    @property
+    def answers(self) -> bool:
+        """Serving and not hung: its probes pass (the simulator's invariant checker asks)."""
+        return not self._dead and not self._hanging
+
     def die(self) -> None:
         """The service dies: 502 at once, for new requests and those in flight."""
         self._set_mode(ServiceMode.DIES)

@@ -4,9 +4,10 @@ Where it sits: between the scenario file (rpp/sim/scenario.py) and the world
 (rpp/sim/world.py), outside observe -> decide -> act. Each event turns one knob of the
 fake cloud (stock, a machine note, a pod terminated in the console), of one fake pod
 (die, hang, slow, errors, recover, restart), of the fake Prometheus (load), of the
-in-memory Kubernetes (apply: a human's merge patch; delete: `kubectl delete rpp`) or of
-the controller itself (controller-restart), and says in words what happened for the
-timeline.
+in-memory Kubernetes (apply: a human's merge patch; delete: `kubectl delete rpp`), of
+the API itself (fault: the next calls of an operation fail) or of the controller
+(controller-restart: killed now, or armed to die at a crash point,
+rpp/sim/crash_points.py), and says in words what happened for the timeline.
 
 `pod: N` is the Nth pool pod by creation, counting pods already gone, so a scenario can
 name a replacement before it exists; an event for a pod that does not exist (yet, or any
@@ -15,10 +16,12 @@ more) changes nothing and says so.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rpp.sim.crossings import KubeFault
 from rpp.sim.scenario import ScenarioEvent
 from rpp.sim.world import CloudChange, World
 
@@ -79,11 +82,29 @@ async def _turn(world: World, event: ScenarioEvent, *, pool: str) -> str:
         world.patch_pool(pool, event.patch["spec"])
         return f"kubectl patch: spec {_flat(event.patch['spec'])}"
     if event.do == "controller-restart":
-        await world.restart_controller()
+        if event.point is not None:
+            world.crossings.crashes.arm(event.point)
+            return f"armed: the controller process will be killed {event.point.describe()}"
+        world.kill_controller("the controller process is killed by the scenario")
         return "the controller process is replaced by a new one"
     if event.do == "delete":
         return _delete(world, pool)
+    if event.do == "fault":
+        return _fault_knob(world, event)
+    if event.do == "edit-status":
+        return await _edit_status(world, pool, event.status)
     return _pod_knob(world, event, pool=pool)
+
+
+async def _edit_status(world: World, pool: str, status: Any) -> str:
+    """`kubectl edit --subresource=status`, or a restore from a backup without status:
+    the stored status becomes `status` whatever it holds."""
+    current = world.kube.pool(pool)
+    version = str(current["metadata"]["resourceVersion"])
+    stored = dict(status) if isinstance(status, Mapping) else {}
+    await world.kube.replace_pool_status(pool, status=stored, resource_version=version)
+    what = f"replaced by {json.dumps(stored)[:80]}" if stored else "emptied"
+    return f"the pool's status is {what} (a hand edit, or a restore without status)"
 
 
 def _delete(world: World, pool: str) -> str:
@@ -98,6 +119,17 @@ def _delete(world: World, pool: str) -> str:
             "holds it until the pool's deletionPolicy is carried out"
         )
     return f"kubectl delete rpp {pool}: deleted at once (no finalizer held it)"
+
+
+def _fault_knob(world: World, event: ScenarioEvent) -> str:
+    assert event.operation is not None
+    assert event.fault is not None
+    calls = "call" if event.times == 1 else f"{event.times} calls"
+    if isinstance(event.fault, KubeFault):
+        world.crossings.fault_next(event.operation, event.fault, times=event.times)
+    else:
+        world.cloud.faults.next(event.operation, event.fault, times=event.times)
+    return f"the next {calls} of {event.operation} suffer {event.fault.kind}"
 
 
 def _pod_knob(world: World, event: ScenarioEvent, *, pool: str) -> str:

@@ -257,6 +257,12 @@ class MemoryKubeApi:
             self._notify("MODIFIED", pool)
         return answer
 
+    async def annotate_pool(self, name: str, *, annotations: Mapping[str, str]) -> dict[str, Any]:
+        self._call("patch", self._settings.plural, name)
+        pool = self._existing(self._pools, "patch", self._settings.plural, name)
+        merged = {**(pool["metadata"].get("annotations") or {}), **annotations}
+        return self._change_pool(pool, pool.get("spec") or {}, {"annotations": merged})
+
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
         self._call("get", "configmaps", name)
         found = self._config_maps.get(name)

@@ -13,6 +13,8 @@ code), never as a traceback:
     events:
       - {at: 20m, do: hang, pod: 2}
       - {at: 1h, do: stock, datacenter: EU-RO-1, gpuType: NVIDIA GeForce RTX 4090, count: 0}
+      - {at: 90m, do: fault, operation: createPod, kind: CreatedButFailed, times: 2}
+      - {at: 2h, do: controller-restart, point: {after: createPod}}
 
 docs/simulator.md describes every event and its fields.
 """
@@ -34,6 +36,9 @@ from rpp.sim.cloud_scenario import (
     read_scenario_document,
     scenario_document,
 )
+from rpp.sim.crash_points import KUBE_WRITES, STATUS_WRITE, CrashPoint, PointError, parse_point
+from rpp.sim.crossings import KUBE_FAULT_KINDS, KubeFault
+from rpp.sim.faults import Fault, FaultError, check_operation, fault_from_dict
 from rpp.sim.kube_memory import merge_patch
 
 DEFAULT_DURATION_S = 3600.0
@@ -54,8 +59,10 @@ EVENTS: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {
     "stock": (False, ("datacenter", "gpuType", "count"), ("cloud", "costPerHr")),
     "load": (False, ("value",), ()),
     "apply": (False, ("patch",), ()),
-    "controller-restart": (False, (), ()),
+    "controller-restart": (False, (), ("point",)),
     "delete": (False, (), ()),
+    "fault": (False, ("operation", "kind"), ("times",)),
+    "edit-status": (False, ("status",), ()),
 }
 
 
@@ -80,6 +87,11 @@ class ScenarioEvent:
     cost_per_hr: float | None = None
     value: float | None = None
     patch: Mapping[str, Any] | None = None
+    point: CrashPoint | None = None  # controller-restart: where (None: at `at`)
+    operation: str | None = None  # fault: a RunPod operationId or status-write
+    fault: Fault | KubeFault | None = None
+    times: int = 1
+    status: Any = None  # edit-status: what the pool's status becomes (any YAML value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,7 +262,50 @@ def _event(item: Any, *, index: int, duration: float) -> ScenarioEvent:
                 "{spec: {image: ghcr.io/acme/infer:1.5}}"
             )
         fields["patch"] = copy.deepcopy(dict(patch))
+    elif do == "controller-restart" and "point" in item:
+        try:
+            fields["point"] = parse_point(item["point"])
+        except PointError as error:
+            raise ScenarioError(f"{path}.point: {error}") from None
+    elif do == "fault":
+        fields.update(_fault(item, path))
+    elif do == "edit-status":
+        status = item["status"]
+        if status is not None and not isinstance(status, Mapping):
+            raise ScenarioError(
+                f"{path}.status: expected the status as stored (a mapping), or {{}} for none"
+            )
+        fields["status"] = copy.deepcopy(dict(status or {}))
     return ScenarioEvent(at=at, do=do, index=index, **fields)
+
+
+def _fault(item: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """`{operation: createPod, kind: ServerError, times: 2}`; kind may carry fields."""
+    operation = item["operation"]
+    times = item.get("times", 1)
+    if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+        raise ScenarioError(f"{path}.times: how many calls suffer it, a whole number >= 1")
+    kind = item["kind"]
+    described = {"kind": kind} if isinstance(kind, str) else kind
+    if not isinstance(described, Mapping):
+        raise ScenarioError(
+            f"{path}.kind: a fault kind such as ServerError, or {{kind: ServerError, status: 503}}"
+        )
+    if operation in KUBE_WRITES:
+        if operation != STATUS_WRITE or described.get("kind") not in KUBE_FAULT_KINDS:
+            raise ScenarioError(
+                f"{path}.kind: {STATUS_WRITE} takes {' or '.join(KUBE_FAULT_KINDS)}"
+            )
+        return {"operation": operation, "fault": KubeFault(described["kind"]), "times": times}
+    try:
+        check_operation(operation)
+        fault = fault_from_dict(described, where=f"{path}.kind")
+    except FaultError as error:
+        text = str(error)
+        raise ScenarioError(
+            text if text.startswith(path) else f"{path}.operation: {text}"
+        ) from None
+    return {"operation": operation, "fault": fault, "times": times}
 
 
 def _stock(item: Mapping[str, Any], path: str) -> dict[str, Any]:

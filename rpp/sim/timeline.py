@@ -18,6 +18,11 @@ Every record has `t` (seconds since the start) and `event`:
   ground truth, whoever caused it (created, deleted, updated, fault);
 - `scenario` {do, detail}: a scenario event outside the cloud (load, apply,
   controller-restart);
+- `recovery` {pool, action, pod, detail}: the pool recovered its memory: a status
+  rebuilt from ground truth, a pod found from a create a stopped loop wrote down, an
+  intent settled (status.history entries `rebuild`, `adopt` of a created pod, `settled`);
+- `violation` {loop, invariant, detail}: with `--check`, an invariant the run broke,
+  at the time it broke (rpp/sim/check/), listed after the run;
 - `end` {pool, status}: the pool's final status, as `kubectl get rpp -o yaml` shows it.
 
 The text form prints the same records for a reader: loops only when something a reader
@@ -51,6 +56,7 @@ class Timeline:
         self._conditions_told: set[tuple[str, str]] = set()
         self._last_plan: dict[str, tuple[str, ...]] = {}
         self._last_rollout: dict[str, tuple[Any, ...]] = {}
+        self._history: dict[str, set[tuple[Any, ...]]] = {}
         self._said: set[tuple[Any, ...]] = set()  # repeatable lines since the last news
         self._repeats = 0
         self._repeated_until = 0.0
@@ -59,7 +65,9 @@ class Timeline:
         return round(((when or self.clock.now()) - self.start).total_seconds(), 3)
 
     def emit(self, event: str, **fields: Any) -> None:
-        record: dict[str, Any] = {"t": self.seconds(), "event": event, **fields}
+        at = fields.pop("at", None)
+        t = self.seconds() if at is None else at
+        record: dict[str, Any] = {"t": t, "event": event, **fields}
         self.records.append(record)
         if self.out is None:
             return
@@ -119,6 +127,7 @@ class Timeline:
             )
         if status is None:
             return
+        self._recoveries(pool, status)
         seen = self._conditions.setdefault(pool, {})
         for cond in status.conditions:
             if seen.get(cond.type) != cond.status:
@@ -161,6 +170,20 @@ class Timeline:
             updating=list(release.updating),
         )
 
+    def _recoveries(self, pool: str, status: PoolStatus) -> None:
+        """History entries that say how the pool recovered its memory, once each."""
+        seen = self._history.setdefault(pool, set())
+        keys = set()
+        for entry in status.history:
+            key = (entry.time, entry.action, entry.pod, entry.detail)
+            keys.add(key)
+            if key in seen or not _recovery(entry.action, entry.outcome, entry.detail):
+                continue
+            self.emit(
+                "recovery", pool=pool, action=entry.action, pod=entry.pod, detail=entry.detail
+            )
+        self._history[pool] = keys
+
     def cloud(self, change: CloudChange) -> None:
         self.emit(
             "cloud",
@@ -175,6 +198,16 @@ class Timeline:
 
     def scenario(self, do: str, detail: str) -> None:
         self.emit("scenario", do=do, detail=detail)
+
+    def violation(self, violation: Any) -> None:
+        """A broken invariant (rpp/sim/check/checker.py `Violation`), at its own time."""
+        self.emit(
+            "violation",
+            at=violation.t,
+            loop=violation.loop,
+            invariant=violation.invariant,
+            detail=violation.detail,
+        )
 
     def end(self, pool: str, status: Mapping[str, Any] | None) -> None:
         """The final table; `status` None when the pool was deleted during the run."""
@@ -232,6 +265,10 @@ class Timeline:
             canary = f" (canary {r['canary']})" if r["canary"] else ""
             said = f": {r['message']}" if r["message"] else ""
             return f"{at}  {r['pool']}  release of {r['image']}: {r['phase']}{canary}{said}"
+        if kind == "recovery":
+            return f"{at}  {r['pool']}  {r['action']}: {r['detail']}"
+        if kind == "violation":
+            return f"{at}  VIOLATION (loop {r['loop']}) {r['invariant']}: {r['detail']}"
         if kind == "end":
             if r["status"] is None:
                 return f"\nRunPodPool {r['pool']} is deleted: no status is left to show."
@@ -250,6 +287,14 @@ class Timeline:
         return (
             f"{at}  {r['pool']}  {r['action']} {r['pod'] or ''} -> {r['outcome']}: {r['detail']}"
         )
+
+
+def _recovery(action: str, outcome: str, detail: str) -> bool:
+    return (
+        action == "rebuild"
+        or outcome == "settled"
+        or (action == "adopt" and detail.startswith("found pod"))
+    )
 
 
 def _repeat_key(r: Mapping[str, Any]) -> tuple[Any, ...] | None:

@@ -79,9 +79,27 @@ def run_virtual(
         asyncio.set_event_loop(loop)
         return loop.run_until_complete(_call(main, VirtualClock(loop, start)))
     finally:
-        asyncio.set_event_loop(None)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+        try:
+            _finish_tasks(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is still pending and let it finish, as `asyncio.run` does.
+
+    A task left pending when the loop closes (a request a fault still holds, a
+    controller process killed mid-call) would be destroyed pending, and Python warns
+    "Task was destroyed but it is pending!" at exit.
+    """
+    pending = asyncio.all_tasks(loop)
+    if not pending:
+        return
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 async def _call(main: Callable[[VirtualClock], Awaitable[T]], clock: VirtualClock) -> T:

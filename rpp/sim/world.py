@@ -17,6 +17,11 @@ knobs turn it through rpp/sim/knobs.py.
 
 `restart_controller()` throws the controller away and builds a new one that knows only
 what Kubernetes and RunPod hold, which is how tests prove status is the only memory.
+`run_controller()` runs controller processes one after the other: when a scenario kills
+one (`kill_controller`, or an armed crash point, rpp/sim/crash_points.py), the next
+starts at once, as Kubernetes restarts a crashed pod. Each process reaches the world
+only through its own connections (rpp/sim/process.py), which the world watches
+(rpp/sim/crossings.py).
 """
 
 from __future__ import annotations
@@ -28,32 +33,27 @@ from functools import lru_cache
 from typing import Any
 
 import httpx
-from prometheus_client import CollectorRegistry
 
-from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeSettings
-from rpp.adapters.runpod.client import RunPodClient
-from rpp.controller.loop import ControllerLoop, read_shared
-from rpp.controller.pool_metrics import PoolMetrics
-from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
+from rpp.controller.reconcile import PoolResult
 from rpp.decide.nginx_slots import wired_pods
 from rpp.model.proxy_hosts import proxy_host
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.spec_load import load_pool
-from rpp.observe.prober import Prober
-from rpp.observe.prometheus import PrometheusClient, queries_from_spec
+from rpp.observe.prometheus import queries_from_spec
 from rpp.sim.cloud import FakeCloud
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.cloud_model import FakePod, FakePodInfo
 from rpp.sim.cloud_scenario import CloudScenario
+from rpp.sim.crossings import WorldCrossings
 from rpp.sim.fake_prometheus import FakePrometheus
 from rpp.sim.in_process import InProcessTransport, ResponderTransport
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.kube_memory import MemoryKubeApi
+from rpp.sim.process import ControllerParts
 from rpp.sim.proxy import ProxyApp
 
-API_URL = "http://api.runpod.fake"
 PROMETHEUS_URL = "http://prometheus.fake"
 API_KEY = "sim-key-not-secret"
 METRICS_TOKEN = "sim-metrics-token"
@@ -73,6 +73,7 @@ class CloudChange:
     gpu_type: str | None = None
     image: str | None = None
     detail: str = ""
+    api: bool = False  # made through the API (a create), not by the scenario
 
 
 CloudListener = Callable[[CloudChange], None]
@@ -83,7 +84,7 @@ class ObservedCloud(FakeCloud):
 
     listener: CloudListener | None = None
 
-    def _report(self, kind: str, pod: FakePod, *, detail: str) -> None:
+    def _report(self, kind: str, pod: FakePod, *, detail: str, api: bool = False) -> None:
         if self.listener is not None:
             info = pod.info
             self.listener(
@@ -95,12 +96,14 @@ class ObservedCloud(FakeCloud):
                     info.gpu_type,
                     info.image,
                     detail,
+                    api,
                 )
             )
 
     def create_pod(self, body: Mapping[str, Any]) -> FakePod:
         pod = super().create_pod(body)
-        self._report("created", pod, detail=f"created through the API, ${pod.cost_per_hr:g}/h")
+        detail = f"created through the API, ${pod.cost_per_hr:g}/h"
+        self._report("created", pod, detail=detail, api=True)
         return pod
 
     def add_pod(self, **kwargs: Any) -> FakePod:
@@ -119,61 +122,6 @@ class ObservedCloud(FakeCloud):
         pod = self.get(pod_id)
         super().delete_pod(pod_id)
         self._report("deleted", pod, detail="terminated; its GPU went back to stock")
-
-
-class ControllerParts:
-    """The controller's in-process parts, built fresh on every (re)start."""
-
-    def __init__(
-        self,
-        *,
-        transport: httpx.AsyncBaseTransport,
-        kube: MemoryKubeApi,
-        clock: Clock,
-        api_key: str,
-        prometheus_transport: httpx.AsyncBaseTransport | None,
-        prometheus_url: str | None,
-        interval: float = 30.0,
-        on_result: Callable[[PoolResult], None] | None = None,
-        identity: str = "simulator",
-    ) -> None:
-        self.registry = CollectorRegistry()
-        self.runpod = RunPodClient(
-            api_key=api_key,
-            base_url=API_URL,
-            transport=transport,
-            retry_deadline=20.0,
-            registry=self.registry,
-        )
-        self.prom_http = httpx.AsyncClient(transport=prometheus_transport or transport)
-        self.metrics = PoolMetrics(self.registry)
-        self.reconciler = PoolReconciler(
-            kube=kube,
-            executor=Executor(runpod=self.runpod, kube=kube),
-            prober=Prober(transport=transport),
-            prometheus=PrometheusClient(base_url=prometheus_url, client=self.prom_http),
-            clock=clock,
-            metrics=self.metrics,
-            identity=identity,
-        )
-        self.loop = ControllerLoop(
-            kube=kube,
-            runpod=self.runpod,
-            reconciler=self.reconciler,
-            clock=clock,
-            interval=interval,
-            metrics=self.metrics,
-            secrets=(api_key,),
-            on_result=on_result,
-        )
-
-    async def read_shared(self) -> Shared:
-        """One listing and one notice query for every pool, as the real loop does."""
-        return await read_shared(self.runpod)
-
-    async def close(self) -> None:
-        await self.runpod.aclose()
-        await self.prom_http.aclose()
 
 
 class World:
@@ -199,7 +147,12 @@ class World:
         self.clock = clock
         self.token_key = token_key
         self.interval = interval
-        self.on_result = on_result
+        self.result_listeners: list[Callable[[PoolResult], None]] = []
+        if on_result is not None:
+            self.result_listeners.append(on_result)
+        self.cloud_listeners: list[CloudListener] = []
+        if on_cloud is not None:
+            self.cloud_listeners.append(on_cloud)
         self.pods: dict[str, FakeInferencePod] = {}
         self.created: list[tuple[str, str]] = []  # (pod id, name), every pod ever, in order
         self._specs: dict[str, RunPodPoolSpec] = {}
@@ -216,7 +169,6 @@ class World:
             rate_limit_per_minute=cloud.rate_limit_per_minute if cloud else None,
         )
         self.cloud.listener = self._cloud_changed
-        self._on_cloud = on_cloud
         if cloud is not None:
             self._build_cloud(cloud)
         self.transport = InProcessTransport(
@@ -224,6 +176,8 @@ class World:
             fallback=httpx.ASGITransport(app=CloudApi(self.cloud)),
         )
         self.kube = MemoryKubeApi(KubeSettings(namespace=namespace), clock=clock)
+        self.crossings = WorldCrossings(self.kube, clock)
+        self.restarts = 0
         self.prometheus: FakePrometheus | None = None
         if fake_prometheus:
             self.prometheus = FakePrometheus(
@@ -251,9 +205,14 @@ class World:
             api_key=self.api_key,
             prometheus_transport=self.prometheus_transport,
             prometheus_url=self.prometheus_url,
+            crossings=self.crossings,
             interval=self.interval,
-            on_result=on_result or self.on_result,
+            on_result=on_result or self._result,
         )
+
+    def _result(self, result: PoolResult) -> None:
+        for listener in self.result_listeners:
+            listener(result)
 
     def _build_cloud(self, scenario: CloudScenario) -> None:
         """The scenario's starting cloud (as rpp.sim.cloud_scenario.build_cloud does)."""
@@ -278,6 +237,7 @@ class World:
             )
             if p.note:
                 self.cloud.set_machine_note(pod.info.pod_id, p.note)
+        scenario.start_faults(self.cloud)
 
     def _pod_server(self, info: FakePodInfo) -> FakeInferencePod:
         server = FakeInferencePod(
@@ -294,8 +254,8 @@ class World:
     def _cloud_changed(self, change: CloudChange) -> None:
         if change.kind == "created" and change.pod_id and change.name:
             self.created.append((change.pod_id, change.name))
-        if self._on_cloud is not None:
-            self._on_cloud(change)
+        for listener in self.cloud_listeners:
+            listener(change)
 
     # -- pools -------------------------------------------------------------------------
 
@@ -369,8 +329,36 @@ class World:
 
     async def restart_controller(self) -> None:
         """Discard the controller; the new one knows only Kubernetes and RunPod."""
+        self.controller.life.end("restarted")
         await self.controller.close()
         self.controller = self.new_controller()
+        self.restarts += 1
+
+    def kill_controller(self, cause: str) -> None:
+        """Kill the running controller process now; `run_controller` starts the next."""
+        self.controller.life.end(cause)
+
+    async def run_controller(
+        self, *, stop: asyncio.Event, on_restart: Callable[[str], None] | None = None
+    ) -> None:
+        """Run controller processes until `stop`: each killed one is replaced at once."""
+        while True:
+            parts = self.controller
+            running = asyncio.create_task(parts.loop.run(stop=stop), name="rpp-controller")
+            died = asyncio.create_task(parts.life.died.wait(), name="rpp-controller-death")
+            try:
+                await asyncio.wait({running, died}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not running.done():
+                    running.cancel()  # killed, or the simulation itself is cancelled
+                died.cancel()
+                await asyncio.gather(running, died, return_exceptions=True)
+            if not parts.life.dead:
+                running.result()  # stopped as asked, or a bug in the loop surfaces
+                return
+            await self.restart_controller()
+            if on_restart is not None:
+                on_restart(parts.life.cause)
 
     # -- traffic -----------------------------------------------------------------------
 

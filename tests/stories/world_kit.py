@@ -16,6 +16,8 @@ import yaml
 
 from rpp.controller.reconcile import PoolResult
 from rpp.model.status import PoolStatus
+from rpp.sim.crash_points import CrashPoint
+from rpp.sim.process import ControllerKilled
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
 
@@ -74,16 +76,30 @@ class Story:
         self.world.kube.put_secret("inference-env", {"METRICS_TOKEN": "tok-123", "HF_TOKEN": "hf"})
         self.world.kube.apply_pool(self.manifest)
         self.results: list[PoolResult] = []
+        self.crashes = 0
 
     async def loops(self, count: int, *, interval: float = 30.0) -> PoolResult:
+        """`count` loops; a controller killed at an armed crash point is replaced at
+        once by a new one, which runs the loop again, as Kubernetes restarts it."""
         last = None
         for _ in range(count):
-            results = await self.world.loop()
+            while True:
+                try:
+                    results = await self.world.loop()
+                    break
+                except ControllerKilled:
+                    await self.world.restart_controller()
+                    self.crashes += 1
             self.results += results
             last = results[0]
             await asyncio.sleep(interval)
         assert last is not None
         return last
+
+    def crash(self, when: str, target: str) -> None:
+        """Kill the controller the next time it is `when` ("before"/"after") `target`
+        (a RunPod operation, status-write, slots-write; "effects" between two effects)."""
+        self.world.crossings.crashes.arm(CrashPoint(when, target))
 
     async def until(
         self, predicate: Callable[[PoolStatus], bool], *, limit: int = 200, interval: float = 30.0

@@ -150,7 +150,8 @@ def required_permissions(crd_group: str = DEFAULT_CRD_GROUP) -> frozenset[Permis
     """Every (verb, group, resource) `rpp.adapters.kube.real` can call, to compare with
     deploy/rbac.yaml."""
     grants = {
-        # patch: the pool's finalizer only (metadata.finalizers), never its spec.
+        # patch: the pool's finalizer (metadata.finalizers) and the annotation that keeps
+        # an unreadable status when it is rebuilt; never its spec.
         (crd_group, POOL_PLURAL): ("get", "list", "watch", "patch"),
         (crd_group, f"{POOL_PLURAL}/status"): ("update",),
         ("", "configmaps"): ("get", "create", "update"),
@@ -301,6 +302,10 @@ class KubeApi(Protocol):
         controller added meanwhile is never dropped. Returns the pool as the server answered;
         when the last finalizer of a pool being deleted goes, the server deletes the pool.
         """
+        ...
+
+    async def annotate_pool(self, name: str, *, annotations: Mapping[str, str]) -> dict[str, Any]:
+        """Set these annotations on the pool (a JSON merge patch of its metadata)."""
         ...
 
     async def read_config_map(self, name: str) -> StoredConfigMap | None:

@@ -150,6 +150,18 @@ class RealKubeApi:
             content_type=_MERGE_PATCH,
         )
 
+    async def annotate_pool(self, name: str, *, annotations: Mapping[str, str]) -> dict[str, Any]:
+        body = {"metadata": {"annotations": dict(annotations)}}
+        return await self._call(
+            "patch",
+            self._settings.plural,
+            name,
+            "PATCH",
+            f"{self._pools}/{_segment(name)}",
+            body=body,
+            content_type=_MERGE_PATCH,
+        )
+
     async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
         async for type_, pool in self._watch(self._settings.plural, self._pools):
             yield PoolEvent(type_, pool)

@@ -31,7 +31,18 @@ from rpp.adapters.kube.api import (
 )
 from rpp.adapters.redaction import Redactor
 
-STATUS_TEXTS = frozenset({"message", "detail", "error", "flaggedReason", "refused", "waiting"})
+STATUS_TEXTS = frozenset(
+    {
+        "message",
+        "detail",
+        "error",
+        "flaggedReason",
+        "refused",
+        "waiting",
+        "terminateError",
+        "purpose",
+    }
+)
 """The status fields written in words, from any source; every other string field of the
 status is an id, a name, an image, an enum or a time (tests/test_redaction.py checks
 that each string field of the status model is one or the other)."""
@@ -68,6 +79,11 @@ class RedactingKube:
         return await self.inner.set_pool_finalizers(
             name, finalizers=finalizers, resource_version=resource_version
         )
+
+    async def annotate_pool(self, name: str, *, annotations: Mapping[str, str]) -> dict[str, Any]:
+        # An old status kept before a rebuild: its texts may quote anything.
+        scrubbed = {key: self.redactor.scrub(value) for key, value in annotations.items()}
+        return await self.inner.annotate_pool(name, annotations=scrubbed)
 
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
         return await self.inner.read_config_map(name)
