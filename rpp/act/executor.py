@@ -82,6 +82,7 @@ def slots_metadata(pool: str, *, group: str) -> tuple[dict[str, str], dict[str, 
     }
     return labels, annotations
 
+
 BETWEEN_EFFECTS = "between-effects"
 Checkpoint = Callable[[str], Awaitable[None]]
 """Called with a point's name where a crash would matter (between two effects)."""
