@@ -22,6 +22,8 @@ from rpp.cli import main
 from rpp.controller.reconcile import PoolResult
 from rpp.sim.check import Checker, check
 from rpp.sim.check.checker import NoChecks
+from rpp.sim.check.serving import Serving
+from rpp.sim.faults import MalformedJson
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
 from tests.stories.world_kit import GPU, Story, pool_manifest
@@ -115,6 +117,23 @@ def test_a_slot_on_a_vanished_pod_and_a_forgotten_pod_are_caught() -> None:
     broken = checked(body)
     assert "slot on a pod RunPod no longer lists" in broken
     assert "leaked pod" in broken
+
+
+def test_a_flagged_pod_runpod_will_not_delete_is_not_kept_while_the_controller_retries() -> None:
+    """deletePod answered 200 without acting, six times: each costs the controller one
+    terminate retry (5 minutes), which the bound on dead weight allows, no more."""
+
+    async def body(s: Story, checker: Checker) -> None:
+        await s.until(lambda st: st.ready == 2, limit=20)
+        victim = sorted(s.wired().values())[0]
+        s.world.cloud.faults.next("deletePod", MalformedJson(), times=6)
+        s.world.pods[victim].hang()
+        await s.until(lambda st: st.member(victim) is None and st.ready == 2, limit=120)
+        serving = next(g for g in checker.groups if isinstance(g, Serving))
+        assert serving.deletes_failed[victim] == 6
+
+    roomy = {**LIMITS, "maxPods": 4, "maxHourlyCostUsd": 10.0, "maxCreatesPerHour": 6}
+    assert checked(body, limits=roomy) == []  # surge-first: Flagged and out of nginx first
 
 
 def test_a_healthy_pool_breaks_nothing() -> None:

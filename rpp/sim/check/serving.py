@@ -13,10 +13,14 @@ stored (what nginx reads) and the fake cloud's pods:
   duration plus one create-and-warm time: from the loop it is first seen so (its rule's
   duration has run by then), RunPod must stop listing it within health.warmupTimeout
   (one create-and-warm time), plus drain.period, the 5-minute terminate retry and 3
-  loops of slack.
+  loops of slack. Each further deletePod of the pod that RunPod answered without
+  removing it (a fault) adds one terminate retry: the controller cannot terminate
+  faster than RunPod lets it, and it must keep trying at that pace.
 """
 
 from __future__ import annotations
+
+import httpx
 
 from rpp.controller.reconcile import PoolResult
 from rpp.model.members import Phase
@@ -41,8 +45,21 @@ class Serving(NoChecks):
         self.stale: dict[str, int] = {}
         self.dead_weight: dict[str, float] = {}
         self.reported: set[tuple[str, str]] = set()
+        self.deletes_sent: dict[str, int] = {}  # since the last loop, by pod id
+        self.deletes_failed: dict[str, int] = {}  # deletes after which RunPod still lists it
+
+    def on_call(self, checker: Checker, operation: str, request: httpx.Request) -> None:
+        if operation == "deletePod":
+            parts = request.url.path.strip("/").split("/")
+            if len(parts) >= 3:
+                self.deletes_sent[parts[2]] = self.deletes_sent.get(parts[2], 0) + 1
 
     def on_loop(self, checker: Checker, result: PoolResult) -> None:
+        pods = checker.world.cloud.pods
+        for pid, sent in self.deletes_sent.items():
+            if pid in pods:
+                self.deletes_failed[pid] = self.deletes_failed.get(pid, 0) + sent
+        self.deletes_sent.clear()
         status = checker.status()
         spec = checker.spec()
         if status is None or status.mode != "Manage" or spec.paused:
@@ -108,13 +125,16 @@ class Serving(NoChecks):
             + 3 * checker.world.interval
         )
         for pid, since in self.dead_weight.items():
-            if now - since > bound:
+            refused = max(0, self.deletes_failed.get(pid, 0) - 1)
+            if now - since > bound + refused * TERMINATE_RETRY_S:
+                extra = f" + {refused} more terminate retries" if refused else ""
                 self._once(
                     checker,
                     "flagged pod serving nothing kept",
                     pid,
                     f"pod {pid} has been flagged and out of nginx for {now - since:g}s, past "
-                    f"{bound:g}s (health.warmupTimeout {spec.health.warmup_timeout:g}s + "
-                    f"drain.period {spec.drain.period:g}s + terminate retry "
-                    f"{TERMINATE_RETRY_S:g}s + 3 loops)",
+                    f"{bound + refused * TERMINATE_RETRY_S:g}s (health.warmupTimeout "
+                    f"{spec.health.warmup_timeout:g}s + drain.period {spec.drain.period:g}s + "
+                    f"terminate retry {TERMINATE_RETRY_S:g}s + 3 loops{extra}; deletePod "
+                    f"answered {self.deletes_failed.get(pid, 0)} time(s) without removing it)",
                 )
