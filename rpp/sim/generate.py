@@ -202,6 +202,7 @@ class _Generator:
             cloud["faults"] = {
                 "rate": rng.choice((0.05, 0.1, 0.2, 0.3)),
                 "kinds": list(FAULT_KINDS),
+                "until": f"{self.active:.0f}s",  # the settle time is quiet
             }
         return cloud
 
