@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpp.machines.member import MemberMachine
-from rpp.machines.member_step import MemberStep, drain, observe, release, replacement_wired
+from rpp.machines.member_step import MemberStep, drain, observe, let_go, replacement_wired
 from rpp.machines.member_view import MemberView
 from rpp.machines.signals import MemberSignals, refresh
 from rpp.model.codec import stamp
@@ -53,8 +53,8 @@ ALLOWED: dict[tuple[str, str, str], set[type]] = {
     ("Ready", "Draining", "drain"): {Unwire},
     ("Flagged", "Draining", "replacement_wired"): {Unwire},
     ("Flagged", "Terminating", "observe"): {TerminatePod, RecordEvent},
-    ("Flagged", "Terminating", "release"): {TerminatePod, RecordEvent},
-    ("Flagged", "Draining", "release"): {Unwire, RecordEvent},
+    ("Flagged", "Terminating", "let_go"): {TerminatePod, RecordEvent},
+    ("Flagged", "Draining", "let_go"): {Unwire, RecordEvent},
     ("Draining", "Updating", "observe"): {UpdatePod},
     ("Draining", "Terminating", "observe"): {TerminatePod},
     ("Updating", "Ready", "observe"): {Wire, RecordEvent},
@@ -68,7 +68,7 @@ class Loop:
     """One loop's random facts and the pool's random order for the member."""
 
     after: int
-    order: str  # observe | drain | replacement_wired | release (used only when it applies)
+    order: str  # observe | drain | replacement_wired | let_go (used only when it applies)
     listed: bool
     probe: ProbeResult | None
     flagged: tuple[str, ...]
@@ -102,7 +102,7 @@ probes = st.one_of(
 loops = st.builds(
     Loop,
     after=st.sampled_from([0, 1, 30, 30, 30, 120, 149, 150, 299, 300, 600, 899, 900, 3600]),
-    order=st.sampled_from(["observe", "observe", "drain", "replacement_wired", "release"]),
+    order=st.sampled_from(["observe", "observe", "drain", "replacement_wired", "let_go"]),
     listed=st.sampled_from([True] * 6 + [False]),
     probe=probes,
     flagged=st.sampled_from(
@@ -168,8 +168,8 @@ def signals_of(loop: Loop) -> MemberSignals:
 
 def drive(record: MemberRecord, loop: Loop, now: dt.datetime) -> MemberStep:
     sig = signals_of(loop)
-    if loop.order == "release" and record.phase == "Flagged":
-        return release(record, reason="the pool has enough", signals=sig, now=now)
+    if loop.order == "let_go" and record.phase == "Flagged":
+        return let_go(record, reason="the pool has enough", signals=sig, now=now)
     if loop.order == "drain" and record.phase == "Ready":
         return drain(record, reason=loop.drain_reason, image=loop.image, signals=sig, now=now)
     if loop.order == "replacement_wired" and record.phase == "Flagged":

@@ -133,7 +133,7 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
             f"the pool has enough without it ({serving} serve or will serve, {desired} "
             "desired): it is not replaced"
         )
-        step = member_step.release(victim, reason=why, signals=signals, now=loop.now)
+        step = member_step.let_go(victim, reason=why, signals=signals, now=loop.now)
     elif victim.phase == Phase.WARMING:
         step = member_step.retire(victim, signals=signals, now=loop.now)
     else:
@@ -163,7 +163,7 @@ def terminate_first(
         if victim.pod_id in replaced:
             continue
         reason = f"its replacement cannot be created first ({why}); terminating it first"
-        step = member_step.release(
+        step = member_step.let_go(
             victim, reason=reason, signals=loop.plain(victim.pod_id), now=loop.now
         )
         planned[planned.index(victim)] = loop.order(victim, step)

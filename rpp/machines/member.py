@@ -11,7 +11,7 @@ class into docs/diagrams/ and the README table, so the names below are what user
 Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain`
 (Ready -> Draining for an image update or a scale-down), `replacement_wired`
 (Flagged -> Draining), `retire` (Warming -> Terminating when the pool shrinks) and
-`delete` (every member on its way out: the pool is being deleted) and `release` (a
+`delete` (every member on its way out: the pool is being deleted) and `let_go` (a
 Flagged member the pool will not replace first: out of nginx already, it is terminated
 at once; still serving, it drains).
 An event none of whose transitions applies is a no-op
@@ -140,7 +140,7 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         | warming.to(terminating, on="terminate_for_deletion")
         | updating.to(terminating, on="terminate_for_deletion")
     )
-    release = flagged.to(terminating, cond="serves_nothing", on="terminate_released") | (
+    let_go = flagged.to(terminating, cond="serves_nothing", on="terminate_released") | (
         flagged.to(draining, on="drain_released")
     )
 
@@ -149,10 +149,10 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         "replacement_wired": "its replacement is wired",
         "retire": "the pool shrinks and it is not serving yet (scale-down takes these first)",
         "delete": "the pool is being deleted with deletionPolicy Delete",
-        "release": "the pool will not replace it first: it has enough serving pods without "
+        "let_go": "the pool will not replace it first: it has enough serving pods without "
         "it, or its replacement cannot be created while it stays (terminate-first)",
     }
-    """When the pool sends each of its orders (the docs show this; `release` has one
+    """When the pool sends each of its orders (the docs show this; `let_go` has one
     guard, which picks where the member goes)."""
 
     allow_event_without_transition = True  # "nothing applies" is a no-op, not an error
@@ -462,11 +462,13 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         self._event("Warning", "ReplacedTerminateFirst", text)
 
     def drain_released(self, reason: str | None) -> None:
-        """Unwire; Event PodReleased"""
+        """Unwire; Event FlaggedPodReleased"""
         record = self.view.current
         self._unwire("released")
         self.view.change(drain_reason=DrainReason.REPLACE.value)
-        self._event("Normal", "PodReleased", f"pod {record.pod_id} ({record.name}): {reason}")
+        self._event(
+            "Normal", "FlaggedPodReleased", f"pod {record.pod_id} ({record.name}): {reason}"
+        )
 
     def retry_terminate(self, now: dt.datetime) -> None:
         """TerminatePod again"""

@@ -117,12 +117,12 @@ def delete(record: MemberRecord, *, signals: MemberSignals, now: dt.datetime) ->
     return _run(record, "delete", signals=signals, now=now)
 
 
-def release(
+def let_go(
     record: MemberRecord, *, reason: str, signals: MemberSignals, now: dt.datetime
 ) -> MemberStep:
     """The pool will not replace this Flagged member first (`reason` says why): out of
     nginx it is terminated at once, still serving it drains."""
-    return _run(record, "release", signals=signals, now=now, reason=reason)
+    return _run(record, "let_go", signals=signals, now=now, reason=reason)
 
 
 def new_member(

@@ -117,8 +117,9 @@ class FakeInferencePod:
 
     @property
     def answers(self) -> bool:
-        """Serving and not hung: its probes pass (the simulator's invariant checker asks)."""
-        return not self._dead and not self._hanging
+        """Healthy (not dead, failing or hung): its probes pass (the simulator's
+        invariant checker asks)."""
+        return self._mode is ServiceMode.HEALTHY
 
     def die(self) -> None:
         """The service dies: 502 at once, for new requests and those in flight."""
