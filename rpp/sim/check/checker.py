@@ -35,7 +35,7 @@ import httpx
 
 from rpp.controller.reconcile import PoolResult
 from rpp.decide.nginx_slots import wired_pods
-from rpp.decide.ownership import owns
+from rpp.decide.ownership import owns, owns_name
 from rpp.model.codec import StatusFormatError
 from rpp.model.observations import PodStatus, RunPodPod
 from rpp.model.spec import RunPodPoolSpec
@@ -84,6 +84,7 @@ class Checker:
         self.loops = 0
         self.creates = 0
         self.create_times: list[float] = []  # seconds since the start, every pool create
+        self.departures: list[float] = []  # seconds since the start, every pool pod deleted
         self.leaks = 0
         self.violations: list[Violation] = []
         self._spec: tuple[Any, RunPodPoolSpec] | None = None
@@ -160,9 +161,12 @@ class Checker:
         self.last_loop_spec = self.spec()
 
     def _cloud(self, change: CloudChange) -> None:
-        if change.kind != "created" or not change.api or change.pod_id is None:
-            return
         if not self.present:
+            return
+        if change.kind == "deleted" and change.name and owns_name(self.spec(), change.name):
+            self.departures.append(self.seconds)
+            return
+        if change.kind != "created" or not change.api or change.pod_id is None:
             return
         pod = self.world.cloud.pods.get(change.pod_id)
         if pod is None or not owns(self.spec(), as_listed(pod)):

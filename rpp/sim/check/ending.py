@@ -15,7 +15,11 @@ checked once after the last loop:
   pod at a time, each through its drain) is on its way there.
 
 Runs that end right after a disturbance cannot have converged; the soak's scenarios
-end with a quiet settle time (rpp/sim/soak.py).
+end with a quiet settle time (rpp/sim/soak.py). A disturbance can land late even so: a
+release started before the settle time fails on both images half an hour later, and
+its pod is terminated. A pod of the pool that RunPod stopped listing, or that began
+terminating, less than one create-and-warm time (health.warmupTimeout plus 5 loops)
+before the end excuses a pool one short.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
 from rpp.sim.check.checker import Checker, NoChecks
 from rpp.sim.cloud_model import FakePod
+
+HEAL_LOOPS = 5  # loops to notice a pod left, create its successor and wire it
 
 
 class Ending(NoChecks):
@@ -77,7 +83,21 @@ def _in_place(phase: Phase, drain_reason: DrainReason | None) -> bool:
 def impossible(
     checker: Checker, spec: RunPodPoolSpec, status: PoolStatus, live: list[FakePod]
 ) -> str | None:
-    """Why stock or the pool's caps keep it from its size; None when nothing does."""
+    """Why stock or the pool's caps keep it from its size, or why it had no time to
+    get there; None when nothing does."""
+    heal = spec.health.warmup_timeout + HEAL_LOOPS * checker.world.interval
+    left = [*checker.departures]
+    left += [
+        (m.since - checker.start).total_seconds()
+        for m in status.members
+        if m.phase == Phase.TERMINATING
+    ]
+    late = [t for t in left if t > checker.seconds - heal]
+    if late:
+        return (
+            f"a pod of the pool left {checker.seconds - max(late):g}s before the end, less "
+            f"than one create-and-warm time ({heal:g}s)"
+        )
     serving_flagged = any(m.phase == Phase.FLAGGED and m.slot is not None for m in status.members)
     desired = status.desired + (1 if serving_flagged else 0)
     limits = spec.limits
