@@ -136,6 +136,25 @@ def test_a_flagged_pod_runpod_will_not_delete_is_not_kept_while_the_controller_r
     assert checked(body, limits=roomy) == []  # surge-first: Flagged and out of nginx first
 
 
+def test_a_pool_one_short_at_the_end_is_caught_unless_a_pod_just_left() -> None:
+    """Convergence: a pod gone with nothing done about it for longer than a create-and-
+    warm time is a pool that did not converge; one gone a moment before the end had no
+    time to be replaced."""
+
+    def short_at_the_end(wait: float) -> list[str]:
+        async def body(s: Story, checker: Checker) -> None:
+            await s.until(lambda st: st.ready == 2, limit=20)
+            s.world.cloud.remove_pod(sorted(s.wired().values())[0])
+            await asyncio.sleep(wait)  # no loop runs: the controller does nothing
+            await s.loops(1, interval=0)
+
+        return checked(body)
+
+    heal = 900.0 + 5 * 30.0  # health.warmupTimeout (default) + 5 loops
+    assert short_at_the_end(60.0) == []
+    assert short_at_the_end(heal + 60.0) == ["convergence"]
+
+
 def test_a_healthy_pool_breaks_nothing() -> None:
     async def body(s: Story, checker: Checker) -> None:
         await s.until(lambda st: st.ready == 2, limit=20)
