@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpp.machines.member import MemberMachine
-from rpp.machines.member_step import MemberStep, drain, observe, let_go, replacement_wired
+from rpp.machines.member_step import MemberStep, drain, let_go, observe, replacement_wired
 from rpp.machines.member_view import MemberView
 from rpp.machines.signals import MemberSignals, refresh
 from rpp.model.codec import stamp
