@@ -10,9 +10,12 @@ Ready, its marks on the slots ConfigMap). docs/upgrading.md tells the same story
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from rpp.controller.pool_writes import OLD_STATUS_ANNOTATION
 from rpp.decide.nginx_slots import SlotTarget, render_slots
+from rpp.model.spec import API_GROUP
 from rpp.model.spec_load import load_spec
 from tests.crd_admission import status_problems
 from tests.stories.world_kit import GPU, Story, story
@@ -140,11 +143,11 @@ def test_a_status_written_by_0_2_1_is_read_and_the_pool_serves_on_without_a_paus
     story(body)
 
 
-def test_a_status_0_3_0_cannot_read_never_stops_the_pool_for_good() -> None:
+def test_a_status_0_3_0_cannot_read_is_rebuilt_and_the_pool_serves_on() -> None:
     """A field of the wrong type (0.2.1 wrote slots as text and v1's pod states as phases):
-    the pool changes nothing while nginx keeps serving, and once the status is cleared as
-    docs/upgrading.md says, the next loop takes every pod back from RunPod's listing and
-    the slots, with no second create."""
+    as docs/upgrading.md says, the status is rebuilt from RunPod's listing and the slots
+    in one loop that changes nothing, the old one kept in an annotation and the field
+    named in the Event; nginx serves throughout and no second pod is made."""
 
     async def body(s: Story) -> None:
         old_install(s)
@@ -156,22 +159,23 @@ def test_a_status_0_3_0_cannot_read_never_stops_the_pool_for_good() -> None:
         wired_before = s.wired()
 
         await s.loops(2)
-        assert s.wired() == wired_before  # nothing unwired, nothing created or terminated
+        assert s.wired() == wired_before  # nothing unwired
         assert s.effects("create") == []
         assert s.effects("terminate") == []
         assert len(s.world.cloud.pods) == 2
-
-        # docs/upgrading.md: clear the status; the controller rewrites it.
-        await write_old_status(s, {})
-        await s.loops(2)
-
         status = s.status()
         assert {m.pod_id for m in status.members} == {pod_id for pod_id, *_ in OLD_PODS}
         assert {m.slot for m in status.members} == {8081, 8082}
-        assert s.wired() == wired_before
-        ready = status.condition("Ready")
+        annotations = s.world.kube.pool(s.name)["metadata"]["annotations"]
+        assert json.loads(annotations[f"{API_GROUP}/{OLD_STATUS_ANNOTATION}"]) == unreadable
+        (event,) = [e for e in s.world.kube.events if e["reason"] == "StatusRebuilt"]
+        assert "status.members[0]" in event["message"]
+
+        await s.loops(3)
+        ready = s.status().condition("Ready")
         assert ready is not None
         assert ready.status == "True"
+        assert s.wired() == wired_before
         assert s.effects("create") == []
         assert len(s.world.cloud.pods) == 2
 
