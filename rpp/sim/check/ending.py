@@ -4,7 +4,8 @@ Where it sits: an invariant group of the simulator's checker (rpp/sim/check/chec
 checked once after the last loop:
 
 - no leaked pod: every pod of the pool RunPod still lists is a member in the pool's
-  stored status (a pod the controller made and forgot bills forever);
+  stored status, or a create written down by its name that the run ended before the
+  next loop adopted (a pod the controller made and forgot bills forever);
 - convergence: a pool in Manage mode, not paused, has `desired` members Ready (or in
   an image update, which brings them back in place) and no more pods than that,
   unless stock or its own caps make it impossible: maxPods below desired, the hour's
@@ -12,7 +13,8 @@ checked once after the last loop:
   little room in the allowed datacenters (maxPerDatacenter, stock, deny, cooldown). A
   flagged pod that still serves leaves only once its replacement serves, so while one
   does, the pool needs room for one pod more than desired. A scale-down under way (one
-  pod at a time, each through its drain) is on its way there.
+  pod at a time, each through its drain) is on its way there, and so is a surplus pod
+  that began draining or terminating lately (a flagged pod let go when the pool shrank).
 
 Runs that end right after a disturbance cannot have converged; the soak's scenarios
 end with a quiet settle time (rpp/sim/soak.py). A disturbance can land late even so: a
@@ -30,6 +32,7 @@ from rpp.model.members import DrainReason, Phase
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
 from rpp.sim.check.checker import Checker, NoChecks
+from rpp.sim.check.serving import TERMINATE_RETRY_S
 from rpp.sim.cloud_model import FakePod
 
 HEAL_LOOPS = 5  # loops to notice a pod left, create its successor and wire it
@@ -42,13 +45,17 @@ class Ending(NoChecks):
         status = checker.status()
         live = checker.owned()
         known = {m.pod_id for m in status.members} if status is not None else set()
+        # A create whose answer the last loop never read (the run ended) is written down
+        # by name (an intent, or the create log): the next loop adopts it, not a leak.
+        named = set() if status is None else _created_names(status)
         for pod in live:
-            if pod.info.pod_id not in known:
+            if pod.info.pod_id not in known and pod.info.name not in named:
                 checker.leaks += 1
                 checker.violate(
                     "leaked pod",
                     f"pod {pod.info.pod_id} ({pod.info.name}, ${pod.cost_per_hr:g}/h) is the "
-                    "pool's and RunPod lists it, but the pool's status has no member for it",
+                    "pool's and RunPod lists it, but the pool's status has no member for it "
+                    "and no create by its name",
                     loop=checker.loops,
                 )
         spec = checker.spec()
@@ -63,6 +70,10 @@ class Ending(NoChecks):
         )
         if shrinking and in_place >= status.desired:
             return  # a scale-down under way, one pod at a time: it gets there
+        if in_place >= status.desired and len(live) - _leaving(checker, spec, status) <= (
+            status.desired
+        ):
+            return  # the surplus began to leave lately (a flagged pod let go): it goes
         why_not = impossible(checker, spec, status, live)
         if why_not is None:
             checker.violate(
@@ -71,6 +82,27 @@ class Ending(NoChecks):
                 f"{len(live)} pod(s) listed, though stock and caps allow {status.desired}",
                 loop=checker.loops,
             )
+
+
+def _created_names(status: PoolStatus) -> set[str]:
+    names = {a.name for a in status.create_log if a.name}
+    return names | {i.name for i in status.intents if i.action == "create"}
+
+
+def _leaving(checker: Checker, spec: RunPodPoolSpec, status: PoolStatus) -> int:
+    """Members draining (not for an update) or terminating since no longer than a drain,
+    a terminate retry and 3 loops before the end: on their way out, in time."""
+    bound = spec.drain.period + TERMINATE_RETRY_S + 3 * checker.world.interval
+    since = checker.now - dt.timedelta(seconds=bound)
+    return sum(
+        1
+        for m in status.members
+        if m.since >= since
+        and (
+            m.phase == Phase.TERMINATING
+            or (m.phase == Phase.DRAINING and m.drain_reason != DrainReason.UPDATE)
+        )
+    )
 
 
 def _in_place(phase: Phase, drain_reason: DrainReason | None) -> bool:
