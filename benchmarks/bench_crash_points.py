@@ -37,6 +37,7 @@ from typing import Any
 import recording
 import yaml
 
+from rpp.model.durations import parse_duration
 from rpp.sim.crash_points import BETWEEN_EFFECTS, TARGETS, WHENS
 from rpp.sim.run import run_scenario
 from rpp.sim.scenario import parse_scenario
@@ -96,9 +97,9 @@ def cases(*, random_runs: int, seed: int, arm: str) -> tuple[list[Any], list[Any
     for _ in range(random_runs):
         name = rng.choice(names)
         doc = docs[name]
-        # Scenario durations are strings ("1h", "90m"): arm within the first hour.
+        length = int(min(parse_duration(str(doc.get("duration", "1h"))), 3600.0))
         crashes = [
-            (f"{rng.randrange(0, 3600)}s", rng.choice(POINTS)) for _ in range(rng.randint(3, 8))
+            (f"{rng.randrange(0, length)}s", rng.choice(POINTS)) for _ in range(rng.randint(3, 8))
         ]
         randomised.append((name, doc, sorted(crashes, key=lambda c: int(c[0][:-1]))))
     return enumerated, randomised

@@ -70,9 +70,8 @@ class Ending(NoChecks):
         )
         if shrinking and in_place >= status.desired:
             return  # a scale-down under way, one pod at a time: it gets there
-        if in_place >= status.desired and len(live) - _leaving(checker, spec, status) <= (
-            status.desired
-        ):
+        surplus = len(live) - status.desired
+        if in_place >= status.desired and 0 < surplus <= _leaving(checker, spec, status):
             return  # the surplus began to leave lately (a flagged pod let go): it goes
         why_not = impossible(checker, spec, status, live)
         if why_not is None:
