@@ -215,6 +215,20 @@ def test_the_sidecars_role_grants_exactly_what_the_reloader_calls() -> None:
     assert config_maps["resourceNames"] == [NAME], "its one ConfigMap, nothing else"
 
 
+def test_bind_makes_every_slot_port_listen_on_that_address_only(tmp_path: Path) -> None:
+    spec, problems = load_spec("inference", {"replicas": {"min": 1, "max": 2}})
+    assert spec is not None, problems
+    data = render_slots(pool="inference", spec=spec, slots={8081: SlotTarget(PODS[0])})
+    files = SlotFiles(
+        root=tmp_path, upstream=upstream_name("inference"), status_port=8079, bind="127.0.0.1"
+    )
+    files.write("7", data)
+    servers = (files.current / "servers.conf").read_text()
+    listens = [line.strip() for line in servers.splitlines() if "listen " in line]
+    ports = [8081, 8082, 8083, 8084]
+    assert listens == [f"listen 127.0.0.1:{port};" for port in [*ports, 8079]]
+
+
 @pytest.fixture
 def kept_logging() -> Iterator[None]:
     """`rpp nginx-reloader` configures the process's logging, as a command should; put

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import signal
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ FILES = ("proxy.conf", "upstream.conf", "servers.conf")
 VERSION_PATH = "/rpp-slots-version"
 NO_SLOTS = "none"  # the placeholder's version: nothing was written by the controller yet
 _VERSION_FILE = ".version"
+_LISTEN = re.compile(r"^(\s*)listen (\d+);$", re.MULTILINE)  # a slot port, every address
 _KEEP = 3  # version directories kept: the current one and two before it
 
 
@@ -46,6 +48,7 @@ class SlotFiles:
     root: Path
     upstream: str  # the upstream the static config proxies to (rpp_<pool>_slots)
     status_port: int
+    bind: str | None = None  # slot ports listen on this address only (None: every one)
 
     @property
     def current(self) -> Path:
@@ -68,7 +71,10 @@ class SlotFiles:
             if all(name in data for name in FILES)
             else self._placeholders()
         )
-        files["servers.conf"] = files["servers.conf"].rstrip("\n") + "\n" + self._status(version)
+        servers = files["servers.conf"]
+        if self.bind:
+            servers = _LISTEN.sub(rf"\g<1>listen {self.bind}:\g<2>;", servers)
+        files["servers.conf"] = servers.rstrip("\n") + "\n" + self._status(version)
         target = self._new_directory(version)
         for name, text in files.items():
             _write_synced(target / name, text)

@@ -67,6 +67,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--listen", default="0.0.0.0:9101", help="/healthz and /metrics (default %(default)s)"
     )
     parser.add_argument(
+        "--bind",
+        help="make the slot ports listen on this address only (default: every address, "
+        "so Prometheus can scrape each pod through its slot)",
+    )
+    parser.add_argument(
         "--reload-timeout",
         type=_seconds,
         default=10.0,
@@ -113,18 +118,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"rpp nginx-reloader: {error}", file=sys.stderr)
         return 2
     configure_logging(level, fmt)
+    files = SlotFiles(
+        root=args.dir,
+        upstream=upstream_name(args.pool),
+        status_port=args.status_port,
+        bind=args.bind,
+    )
     if args.init_only:
-        files = SlotFiles(
-            root=args.dir, upstream=upstream_name(args.pool), status_port=args.status_port
-        )
         if files.written_version() is None:
             files.write_placeholders()
             log.info("placeholder slots written in %s/current: nginx answers 503", args.dir)
         return 0
-    return asyncio.run(_main(args, host=host, port=port))
+    return asyncio.run(_main(args, files, host=host, port=port))
 
 
-async def _main(args: argparse.Namespace, *, host: str, port: int) -> int:
+async def _main(args: argparse.Namespace, files: SlotFiles, *, host: str, port: int) -> int:
     from kubernetes.aio.client.api_client import ApiClient
 
     from rpp.adapters.kube.connect import ClusterConfigError, load_cluster_access
@@ -144,9 +152,6 @@ async def _main(args: argparse.Namespace, *, host: str, port: int) -> int:
         ApiClient(access.configuration), KubeSettings(namespace=namespace, component=COMPONENT)
     )
     registry = CollectorRegistry()
-    files = SlotFiles(
-        root=args.dir, upstream=upstream_name(args.pool), status_port=args.status_port
-    )
     reloader = SlotsReloader(
         kube=kube,
         config_map=name,
