@@ -260,9 +260,12 @@ class SlotsReloader:
             f"serving version {kept or 'unknown'}"
         )
         log.warning("%s", message)
+        if subject is not None:
+            await self._report(subject, message)
+        # Last: once the gauge shows the rejection, its log line and Event exist too.
         self._metrics.failed("rejected")
-        if subject is None:
-            return
+
+    async def _report(self, subject: StoredConfigMap, message: str) -> None:
         try:
             await self._kube.emit_event(
                 subject.as_event_subject(),
