@@ -44,7 +44,7 @@ import recording  # noqa: E402
 
 from rpp.decide.nginx_slots import SlotTarget, render_slots  # noqa: E402
 from rpp.model.spec_load import load_spec  # noqa: E402
-from tests.serving.analysis import table  # noqa: E402
+from tests.serving.analysis import table, way_out  # noqa: E402
 from tests.serving.rig import POOL, Rig, nginx_version  # noqa: E402
 from tests.serving.scenarios import BENCH, SCENARIOS, run  # noqa: E402
 
@@ -121,6 +121,8 @@ def figures(results: list[dict[str, Any]], reload: dict[str, Any]) -> dict[str, 
         for kind, counts in result["summary"]["kinds"].items():
             out[f"{result['scenario']} {kind}"] = f"{counts['failed']} of {counts['total']}"
         out[f"{result['scenario']} started twice"] = f"{result['summary']['duplicated']} requests"
+        if result["faults"]:
+            out[f"{result['scenario']} out of nginx"] = way_out(result)
     spread = reload["spread"]
     out["reload median"] = f"{spread['median'] * 1000:.0f} ms"
     out["reload max"] = f"{spread['max'] * 1000:.0f} ms"

@@ -53,3 +53,7 @@ async def test_clients_lose_only_what_the_failing_pod_had_in_flight(
     for fault in result["faults"]:
         victim = [m for m in result["members_after"] if m["podId"] == fault["pod"]]
         assert all(m["slot"] is None for m in victim), f"{fault['pod']} still serves"
+    if scenario.quarantines:
+        # Out of nginx by the quarantine, before the Unreachable rule's duration.
+        [out] = result["failing_pods_out"]
+        assert out.get("quarantine"), out

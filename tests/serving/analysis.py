@@ -117,10 +117,31 @@ def cell(counts: Mapping[str, Any]) -> str:
     return f"{text} ({', '.join(named)})" if named else text
 
 
+def way_out(result: Mapping[str, Any]) -> str:
+    """How each failing pod left nginx: `2.3 s, quarantined (HTTP 502)`; `-` when none."""
+    texts = []
+    for out in result.get("failing_pods_out", []):
+        if out.get("unwired_after_s") is not None:
+            how = (
+                f"quarantined ({out['quarantine']})"
+                if out.get("quarantine")
+                else f"flagged {out.get('flagged')}"
+            )
+            texts.append(f"{out['unwired_after_s']:g} s, {how}")
+        elif out.get("gone_after_s") is not None:
+            texts.append(f"{out['gone_after_s']:g} s, gone")
+        else:
+            texts.append("still wired")
+    return "; ".join(texts) or "-"
+
+
 def table(results: Sequence[Mapping[str, Any]]) -> str:
     """The markdown table bench_serving.py prints, one row per scenario."""
-    head = "| scenario | POST | GET | stream 20 s | stream > 30 s | work started twice |"
-    lines = [head, "|" + "---|" * 6]
+    head = (
+        "| scenario | POST | GET | stream 20 s | stream > 30 s | work started twice "
+        "| failing pod out of nginx after |"
+    )
+    lines = [head, "|" + "---|" * 7]
     for result in results:
         kinds = result["summary"]["kinds"]
         dup = result["summary"]["duplicated"]
@@ -128,6 +149,6 @@ def table(results: Sequence[Mapping[str, Any]]) -> str:
         twice = f"{dup}" + (f" ({late} past the retry window)" if late else "")
         lines.append(
             f"| {result['scenario']} | {cell(kinds['post'])} | {cell(kinds['get'])} | "
-            f"{cell(kinds['stream'])} | {cell(kinds['long'])} | {twice} |"
+            f"{cell(kinds['stream'])} | {cell(kinds['long'])} | {twice} | {way_out(result)} |"
         )
     return "\n".join(lines)

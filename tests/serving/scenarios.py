@@ -56,7 +56,9 @@ TEST = Scale(
         long_s=7.0,
         deadline_s=60.0,
     ),
-    shape=PoolShape(pods=3, drain_s=12.0, unreachable_s=5.0, cdn_limit_s=4.0),
+    # Unreachable's duration well above 2 loops: the quarantine comes first, even on
+    # a loaded machine.
+    shape=PoolShape(pods=3, drain_s=12.0, unreachable_s=10.0, cdn_limit_s=4.0),
     fault_at=3.0,
     change_at=2.0,
     undo_at=8.0,
@@ -114,6 +116,7 @@ class Scenario:
     actions: Callable[[Scale], list[tuple[float, Action]]]
     spec: dict[str, Any] = field(default_factory=dict)  # applied before the traffic
     changes_slots: bool = False  # the test checks nginx loaded new slots mid-traffic
+    quarantines: bool = False  # the failing pod's probes fail hard: quarantined at once
 
 
 SCENARIOS = {
@@ -125,18 +128,21 @@ SCENARIOS = {
             "a wired pod's service dies: RunPod's proxy answers 502 at once",
             lambda sc: [(sc.fault_at, _service("dies"))],
             changes_slots=True,
+            quarantines=True,
         ),
         Scenario(
             "fails-0.1s",
             "a wired pod fails 0.1 s into every request (502; streams cut)",
             lambda sc: [(sc.fault_at, _service("fails", after=0.1))],
             changes_slots=True,
+            quarantines=True,
         ),
         Scenario(
             "fails-1.5s",
             "a wired pod fails 1.5 s into every request (502; streams cut)",
             lambda sc: [(sc.fault_at, _service("fails", after=1.5))],
             changes_slots=True,
+            quarantines=True,
         ),
         Scenario(
             "hangs",
@@ -188,6 +194,7 @@ async def run(scenario: Scenario, *, scale: Scale, workdir: Path) -> dict[str, A
         load = Load(f"http://127.0.0.1:{rig.public}", scale.mix)
         traffic = asyncio.create_task(load.run())
         versions = asyncio.create_task(_loaded_versions(rig.status_port, traffic))
+        watched = asyncio.create_task(_members_seen(rig, traffic))
         faults: list[Fault] = []
         while not load.started:
             await asyncio.sleep(0.01)
@@ -196,6 +203,7 @@ async def run(scenario: Scenario, *, scale: Scale, workdir: Path) -> dict[str, A
             faults += await asyncio.to_thread(action, rig, scale)
         records = await traffic
         loaded = await versions
+        seen = await watched
         work = await asyncio.to_thread(rig.work)
         members = await asyncio.to_thread(rig.members)
     finally:
@@ -208,6 +216,7 @@ async def run(scenario: Scenario, *, scale: Scale, workdir: Path) -> dict[str, A
         "faults": [asdict(f) for f in faults],
         "summary": summarize(records, work, faults),
         "slot_versions_loaded": loaded,
+        "failing_pods_out": [_way_out(fault, seen) for fault in faults],
         "members_after": [
             {k: m.get(k) for k in ("podId", "phase", "slot", "quarantine", "flaggedRule")}
             for m in members
@@ -229,3 +238,38 @@ async def _loaded_versions(status_port: int, traffic: asyncio.Task[Any]) -> list
                 seen.append(version)
             await asyncio.sleep(0.25)
     return seen
+
+
+async def _members_seen(rig: Rig, traffic: asyncio.Task[Any]) -> list[tuple[float, list[Any]]]:
+    """The pool's members as the status showed them, every quarter second of the run."""
+    seen: list[tuple[float, list[Any]]] = []
+    while not traffic.done():
+        try:
+            members = await asyncio.to_thread(rig.members)
+        except httpx.HTTPError:
+            members = []
+        seen.append((time.time(), members))
+        await asyncio.sleep(0.25)
+    return seen
+
+
+def _way_out(fault: Fault, seen: list[tuple[float, list[Any]]]) -> dict[str, Any]:
+    """How the failing pod left nginx: seconds after it failed, and by which transition
+    (a quarantine and its reason, or a health rule flagging it)."""
+    for at, members in seen:
+        if at < fault.at:
+            continue
+        mine = [m for m in members if m.get("podId") == fault.pod]
+        if mine and mine[0].get("slot") is None:
+            member = mine[0]
+            how = member.get("quarantine") or {}
+            return {
+                "pod": fault.pod,
+                "unwired_after_s": round(at - fault.at, 1),
+                "quarantine": how.get("reason"),
+                "flagged": member.get("flaggedRule"),
+                "phase": member.get("phase"),
+            }
+        if not mine:
+            return {"pod": fault.pod, "gone_after_s": round(at - fault.at, 1)}
+    return {"pod": fault.pod, "unwired_after_s": None}
