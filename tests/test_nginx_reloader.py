@@ -29,10 +29,11 @@ from rpp.adapters.nginx import CURRENT, NO_SLOTS, NginxMaster, SlotFiles
 from rpp.cli import main
 from rpp.controller.slots_reload import ReloaderMetrics, SlotsReloader
 from rpp.decide.nginx_slots import SlotTarget, render_slots, upstream_name
+from rpp.model.durations import parse_duration
 from rpp.model.spec_load import load_spec
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import serve_local
-from tests.fixtures_install import example, find
+from tests.fixtures_install import example, example_pool_spec, find
 from tests.kmock_strict import StrictKubernetesEmulator
 from tests.nginx_runner import RunningNginx, free_port, free_port_block, static_config
 
@@ -272,8 +273,9 @@ def test_the_example_static_config_includes_the_files_the_reloader_writes() -> N
         assert f"include /etc/nginx/slots/{CURRENT}/{name};" in static
     deployment = find(docs, "Deployment", "inference-nginx")["spec"]["template"]["spec"]
     assert deployment["shareProcessNamespace"] is True
-    assert deployment["terminationGracePeriodSeconds"] > 120  # nginx.readTimeout, 2m
     [nginx] = [c for c in deployment["containers"] if c["name"] == "nginx"]
-    assert nginx["lifecycle"]["preStop"]["exec"]["command"][0] == "sleep"
+    sleep, pause = nginx["lifecycle"]["preStop"]["exec"]["command"]
+    assert sleep == "sleep"
     # The preStop pause and the longest request both fit in the grace period.
-    assert deployment["terminationGracePeriodSeconds"] > 10 + 120
+    read_timeout = parse_duration(example_pool_spec()["nginx"]["readTimeout"])
+    assert deployment["terminationGracePeriodSeconds"] > float(pause) + read_timeout
