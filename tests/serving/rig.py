@@ -339,7 +339,9 @@ class Rig:
         self.http.delete(f"{self.fake}/_fake/pods/{pod}").raise_for_status()
 
     def note(self, pod: str, text: str) -> None:
-        self.http.post(f"{self.fake}/_fake/pods/{pod}/note", json={"note": text})
+        self.http.post(
+            f"{self.fake}/_fake/pods/{pod}/note", json={"note": text}
+        ).raise_for_status()
 
     def patch_spec(self, **changes: Any) -> None:
         """`kubectl patch rpp inference --type merge` of spec fields."""
