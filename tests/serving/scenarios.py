@@ -187,6 +187,7 @@ SCENARIOS = {
 async def run(scenario: Scenario, *, scale: Scale, workdir: Path) -> dict[str, Any]:
     """One scenario on a fresh rig: what the clients saw, judged (analysis.summarize)."""
     rig = Rig(workdir, scale.shape)
+    tasks: list[asyncio.Task[Any]] = []
     try:
         await asyncio.to_thread(rig.start)
         if scenario.spec:
@@ -195,6 +196,7 @@ async def run(scenario: Scenario, *, scale: Scale, workdir: Path) -> dict[str, A
         traffic = asyncio.create_task(load.run())
         versions = asyncio.create_task(_loaded_versions(rig.status_port, traffic))
         watched = asyncio.create_task(_members_seen(rig, traffic))
+        tasks += [traffic, versions, watched]
         faults: list[Fault] = []
         while not load.started:
             await asyncio.sleep(0.01)
@@ -207,6 +209,11 @@ async def run(scenario: Scenario, *, scale: Scale, workdir: Path) -> dict[str, A
         work = await asyncio.to_thread(rig.work)
         members = await asyncio.to_thread(rig.members)
     finally:
+        # On a failure the clients and watchers stop (closing their connections) before
+        # the rig they talk to does.
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.to_thread(rig.stop)
     return {
         "scenario": scenario.name,
