@@ -99,19 +99,18 @@ def test_the_indexed_listing_finds_exactly_the_pods_the_rule_owns(
 
 
 def test_one_listing_serves_pools_whose_prefixes_nest() -> None:
-    listing = PodListing(
-        (
-            pod("a0000000", "rpp-web-abc"),
-            pod("b0000000", "rpp-web-2-abc"),
-            pod("c0000000", "rpp-web-2-"),
-            pod("d0000000", "rpp-web-x-1"),
-            pod("e0000000", "hand-made"),
-        )
+    given = (
+        pod("a0000000", "rpp-web-abc"),
+        pod("b0000000", "rpp-web-2-abc"),
+        pod("c0000000", "rpp-web-2-"),
+        pod("d0000000", "rpp-web-x-1"),
+        pod("e0000000", "hand-made"),
     )
+    listing = PodListing(given)
     assert [p.id for p in owned_pods(spec("rpp-web-"), listing)] == ["a0000000"]
     assert [p.id for p in owned_pods(spec("rpp-web-2-"), listing)] == ["b0000000"]
     assert [p.id for p in owned_pods(spec("rpp-web-", adopt=("e0000000",)), listing)] == [
         "a0000000",
         "e0000000",
     ]
-    assert listing == tuple(listing)  # still the listing, in RunPod's order
+    assert tuple(listing) == given  # still the listing, in RunPod's order
