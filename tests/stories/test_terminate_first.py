@@ -60,7 +60,7 @@ def test_a_slow_pod_that_still_serves_is_kept_and_the_condition_says_why() -> No
         before = await s.until(lambda st: st.ready == 3, limit=20)
         victim = sorted(ready_pods(before))[0]
         s.world.pods[victim].slow(3.0)
-        flagged = await s.until(
+        await s.until(
             lambda st: (m := st.member(victim)) is not None and m.phase == "Flagged", limit=40
         )
         later = await s.loops(40)
@@ -74,7 +74,6 @@ def test_a_slow_pod_that_still_serves_is_kept_and_the_condition_says_why() -> No
         assert blocked is not None
         assert blocked.reason == "MaxPodsReached"
         assert f"replace {victim}" in blocked.message
-        assert flagged.member(victim) is not None
 
     story(body, manifest=tight(3))
 
