@@ -20,8 +20,10 @@ import yaml
 from rpp.adapters.runpod.wire import PodRequest
 from rpp.cli import main
 from rpp.controller.reconcile import PoolResult
+from rpp.model.durations import parse_duration
 from rpp.sim.check import Checker, check
 from rpp.sim.check.checker import NoChecks
+from rpp.sim.check.ending import HEAL_LOOPS
 from rpp.sim.check.serving import Serving
 from rpp.sim.faults import MalformedJson, Timeout
 from rpp.sim.virtual_time import VirtualClock, run_virtual
@@ -150,7 +152,10 @@ def test_a_pool_one_short_at_the_end_is_caught_unless_a_pod_just_left() -> None:
 
         return checked(body)
 
-    heal = 900.0 + 5 * 30.0  # health.warmupTimeout (default) + 5 loops
+    # One create-and-warm time (the checker's): health.warmupTimeout plus HEAL_LOOPS loops
+    # of 30 s (Story.loops).
+    warmup = parse_duration(pool_manifest()["spec"]["health"]["warmupTimeout"])
+    heal = warmup + HEAL_LOOPS * 30.0
     assert short_at_the_end(60.0) == []
     assert short_at_the_end(heal + 60.0) == ["convergence"]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rpp.model.durations import parse_duration
 from tests.stories.test_replacement import ready_pods
 from tests.stories.world_kit import Story, pool_manifest, story
 
@@ -112,7 +113,7 @@ def test_a_dead_pod_whose_replacement_never_warms_is_terminated_after_one_warm_u
         terminated = next(
             h.time for h in s.status().history if h.pod == victim and h.action == "terminate"
         )
-        warmup = 15 * 60  # examples/pool.yaml's health.warmupTimeout
+        warmup = parse_duration(s.manifest["spec"]["health"]["warmupTimeout"])
         assert warmup <= (terminated - flagged_at).total_seconds() <= warmup + 60
 
     story(body)
