@@ -194,10 +194,7 @@ def test_lost_status_is_rebuilt_from_runpod_and_the_slots_configmap() -> None:
     async def body(s: Story) -> None:
         before = await healthy_pool(s)
         wired = s.wired()
-        obj = s.world.kube.pool(s.name)
-        await s.world.kube.replace_pool_status(  # status wiped by hand
-            s.name, status={}, resource_version=obj["metadata"]["resourceVersion"]
-        )
+        await s.set_status({})  # status wiped by hand
         await s.world.restart_controller()
         after = await s.loops(1)
         assert after.status is not None

@@ -10,20 +10,12 @@ kept in an annotation, an Event and a history entry saying what happened.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rpp.controller.pool_writes import OLD_STATUS_ANNOTATION
 from rpp.model.spec import API_GROUP
 from rpp.model.status import PoolStatus
 from tests.stories.test_replacement import healthy_pool, ready_pods
 from tests.stories.world_kit import Story, story
-
-
-async def set_status(s: Story, status: dict[str, Any]) -> None:
-    """A hand edit of the status subresource, or a restore that lost it."""
-    stored = s.world.kube.pool(s.name)
-    version = stored["metadata"]["resourceVersion"]
-    await s.world.kube.replace_pool_status(s.name, status=status, resource_version=version)
 
 
 def actions(s: Story, since: int) -> list[str]:
@@ -40,7 +32,7 @@ def test_an_unreadable_status_is_rebuilt_and_the_old_one_kept_in_an_annotation()
     async def body(s: Story) -> None:
         before = await healthy_pool(s)
         broken = {**before.stored(), "members": "lost in a bad edit"}
-        await set_status(s, broken)
+        await s.set_status(broken)
         mark = len(s.results)
         result = await s.loops(1)
         assert result.status is not None
@@ -66,7 +58,7 @@ def test_an_unreadable_status_is_rebuilt_and_the_old_one_kept_in_an_annotation()
 def test_an_empty_status_while_nginx_serves_pods_is_rebuilt() -> None:
     async def body(s: Story) -> None:
         before = await healthy_pool(s)
-        await set_status(s, {})
+        await s.set_status({})
         mark = len(s.results)
         await s.loops(1)
         rebuilt = s.status()

@@ -103,16 +103,10 @@ def old_install(s: Story) -> None:
     )
 
 
-async def write_old_status(s: Story, status: dict[str, Any]) -> None:
-    pool = s.world.kube.pool(s.name)
-    version = pool["metadata"]["resourceVersion"]
-    await s.world.kube.replace_pool_status(s.name, status=status, resource_version=version)
-
-
 def test_a_status_written_by_0_2_1_is_read_and_the_pool_serves_on_without_a_pause() -> None:
     async def body(s: Story) -> None:
         old_install(s)
-        await write_old_status(s, status_0_2_1())
+        await s.set_status(status_0_2_1())
         wired_before = s.wired()
 
         result = await s.loops(1)
@@ -155,7 +149,7 @@ def test_a_status_0_3_0_cannot_read_is_rebuilt_and_the_pool_serves_on() -> None:
         for member in unreadable["members"]:
             member["slot"] = str(member["slot"])
             member["phase"] = "RUNNING"
-        await write_old_status(s, unreadable)
+        await s.set_status(unreadable)
         wired_before = s.wired()
 
         await s.loops(2)

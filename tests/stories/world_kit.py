@@ -136,6 +136,15 @@ class Story:
 
         self.world.cloud.pod_server_factory = factory
 
+    async def set_status(self, status: dict[str, Any]) -> None:
+        """A hand edit of the status subresource (or a restore that lost it, or an older
+        controller's write): replaces what is stored, at its current resourceVersion."""
+        stored = self.world.kube.pool(self.name)
+        version = stored["metadata"]["resourceVersion"]
+        await self.world.kube.replace_pool_status(
+            self.name, status=status, resource_version=version
+        )
+
     def status(self) -> PoolStatus:
         obj = self.world.kube.pool(self.name)
         return PoolStatus.from_stored(obj.get("status") or {})
