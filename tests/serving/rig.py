@@ -20,7 +20,6 @@ scenario says; `work()` is the fake pods' log of the work they started.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import signal
 import subprocess
@@ -323,9 +322,6 @@ class Rig:
         answer = self.http.get(f"{self.fake}/_fake/work", timeout=60)
         return list(answer.json()["work"])
 
-    def reloader_log(self) -> str:
-        return next(c for c in self.children if c.name == "nginx-reloader").tail()
-
     # -- what a scenario does to the world ------------------------------------------------
 
     def service(self, pod: str, mode: str, *, after: float | None = None) -> None:
@@ -359,7 +355,3 @@ def _rpp(command: str) -> list[str]:
 def nginx_version() -> str:
     done = subprocess.run([NGINX, "-v"], capture_output=True, text=True, check=False)
     return done.stderr.strip()
-
-
-def dump(path: Path, body: Any) -> None:
-    path.write_text(json.dumps(body, indent=1))

@@ -27,7 +27,6 @@ class MemoryPoolDeletion:
 
     def __init__(self, kube: MemoryKubeApi) -> None:
         self.kube = kube
-        self.deleted: list[str] = []
 
     @property
     def settings(self) -> KubeSettings:
@@ -37,7 +36,6 @@ class MemoryPoolDeletion:
         if not self.kube.has_pool(name):
             return False
         self.kube.delete_pool(name)
-        self.deleted.append(name)
         return True
 
     async def read(self, name: str) -> dict[str, Any] | None:
