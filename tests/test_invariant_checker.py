@@ -37,6 +37,8 @@ LIMITS = {
     "maxCreatesPerHour": 3,
     "estimatedPodCostUsd": 0.7,
 }
+# Room for a pod more than the pool, and for its creates.
+ROOMY = {**LIMITS, "maxPods": 4, "maxHourlyCostUsd": 10.0, "maxCreatesPerHour": 6}
 
 
 def checked(body: Callable[[Story, Checker], Awaitable[None]], **spec: Any) -> list[str]:
@@ -86,8 +88,7 @@ def test_a_create_while_enough_pods_serve_is_caught_as_a_second_pod_for_one_need
         await create(s.world, "rpp-inference-again", "EU-CZ-1")
         await s.loops(1)  # adopted, so nothing leaks
 
-    roomy = {**LIMITS, "maxPods": 4, "maxHourlyCostUsd": 10.0, "maxCreatesPerHour": 6}
-    assert checked(body, limits=roomy) == ["one pod per need"]
+    assert checked(body, limits=ROOMY) == ["one pod per need"]
 
 
 def test_a_foreign_pod_touched_is_caught() -> None:
@@ -134,8 +135,7 @@ def test_a_flagged_pod_runpod_will_not_delete_is_not_kept_while_the_controller_r
         serving = next(g for g in checker.groups if isinstance(g, Serving))
         assert serving.deletes_failed[victim] == 6
 
-    roomy = {**LIMITS, "maxPods": 4, "maxHourlyCostUsd": 10.0, "maxCreatesPerHour": 6}
-    assert checked(body, limits=roomy) == []  # surge-first: Flagged and out of nginx first
+    assert checked(body, limits=ROOMY) == []  # surge-first: Flagged and out of nginx first
 
 
 def test_a_pool_one_short_at_the_end_is_caught_unless_a_pod_just_left() -> None:
@@ -173,8 +173,7 @@ def test_a_pod_whose_create_answer_was_never_read_is_not_leaked_at_the_end() -> 
         made = [p for p in checker.owned() if p.info.pod_id not in s.wired().values()]
         assert any(s.status().member(p.info.pod_id) is None for p in made)
 
-    roomy = {**LIMITS, "maxPods": 4, "maxHourlyCostUsd": 10.0, "maxCreatesPerHour": 6}
-    assert "leaked pod" not in checked(body, limits=roomy)
+    assert "leaked pod" not in checked(body, limits=ROOMY)
 
 
 def test_a_healthy_pool_breaks_nothing() -> None:

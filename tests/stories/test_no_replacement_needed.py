@@ -11,14 +11,10 @@ from typing import Any
 
 from tests.stories.test_capacity_and_notices import CRITICAL, with_host_notice
 from tests.stories.test_replacement import ready_pods
-from tests.stories.world_kit import Story, pool_manifest, story
+from tests.stories.world_kit import LIMITS, Story, pool_manifest, story
 
-LIMITS = {
-    "maxPods": 4,
-    "maxHourlyCostUsd": 10.0,
-    "maxCreatesPerHour": 6,
-    "estimatedPodCostUsd": 0.7,
-}
+# Each story grows the pool to 3 and may replace a pod: more than 3 creates an hour.
+ROOMY = {**LIMITS, "maxCreatesPerHour": 6}
 
 
 def test_a_flagged_pod_the_pool_does_not_need_is_taken_by_scale_down_not_replaced() -> None:
@@ -40,7 +36,7 @@ def test_a_flagged_pod_the_pool_does_not_need_is_taken_by_scale_down_not_replace
         assert not [h for h in final.history if h.pod in keep and "Draining" in h.outcome]
 
     manifest: dict[str, Any] = with_host_notice(True)
-    manifest["spec"]["limits"] = LIMITS
+    manifest["spec"]["limits"] = ROOMY
     story(body, manifest=manifest)
 
 
@@ -57,4 +53,4 @@ def test_a_flagged_pod_with_a_warming_replacement_goes_first_when_the_pool_shrin
         settled = await s.until(lambda st: len(st.members) == 2 and st.ready == 2, limit=20)
         assert set(ready_pods(settled)) == set(ready_pods(before)) - {victim}
 
-    story(body, manifest=pool_manifest(limits=LIMITS, maxPerDatacenter=2))
+    story(body, manifest=pool_manifest(limits=ROOMY, maxPerDatacenter=2))

@@ -14,17 +14,12 @@ from typing import Any
 
 from rpp.model.durations import parse_duration
 from tests.stories.test_replacement import ready_pods
-from tests.stories.world_kit import Story, pool_manifest, story
+from tests.stories.world_kit import LIMITS, Story, pool_manifest, story
 
 
 def tight(size: int, **spec: Any) -> dict[str, Any]:
     """A pool of `size` with maxPods `size`: no room for a surge pod."""
-    limits = {
-        "maxPods": size,
-        "maxHourlyCostUsd": 10.0,
-        "maxCreatesPerHour": 6,
-        "estimatedPodCostUsd": 0.7,
-    }
+    limits = {**LIMITS, "maxPods": size, "maxCreatesPerHour": 6}
     manifest = pool_manifest(
         replicas={"min": size, "max": size}, limits=limits, maxPerDatacenter=2, **spec
     )

@@ -14,7 +14,7 @@ from rpp.sim.crash_points import STATUS_WRITE
 from rpp.sim.crossings import KubeFault
 from rpp.sim.world import CloudChange
 from tests.stories.test_replacement import healthy_pool, ready_pods
-from tests.stories.world_kit import Story, pool_manifest, story
+from tests.stories.world_kit import LIMITS, Story, pool_manifest, story
 
 
 def calls(s: Story, operation: str, pod: str | None = None) -> int:
@@ -54,12 +54,7 @@ def test_a_crash_right_after_a_create_adopts_the_pod_with_its_link_and_counts_it
 
 
 def test_a_crash_before_a_create_is_sent_waits_then_counts_it_and_creates_once() -> None:
-    limits = {
-        "maxPods": 4,
-        "maxHourlyCostUsd": 10.0,
-        "maxCreatesPerHour": 6,
-        "estimatedPodCostUsd": 0.7,
-    }
+    limits = {**LIMITS, "maxCreatesPerHour": 6}
 
     async def body(s: Story) -> None:
         victim = await kill_one(s)
@@ -79,14 +74,7 @@ def test_a_crash_before_a_create_is_sent_waits_then_counts_it_and_creates_once()
 
 
 def test_crashes_before_creates_still_count_toward_max_creates_per_hour() -> None:
-    limits = {
-        "maxPods": 4,
-        "maxHourlyCostUsd": 10.0,
-        "maxCreatesPerHour": 3,
-        "estimatedPodCostUsd": 0.7,
-    }
-
-    async def body(s: Story) -> None:
+    async def body(s: Story) -> None:  # the stories' budget: 3 creates an hour
         for _ in range(6):  # every create the pool tries dies before it is sent
             s.crash("before", "createPod")
         await s.loops(40)  # 20 minutes
@@ -98,7 +86,7 @@ def test_crashes_before_creates_still_count_toward_max_creates_per_hour() -> Non
         assert blocked.reason == "CreateRateLimited"
         assert len(s.world.crossings.crashes.armed) == 3, "only three creates were tried"
 
-    story(body, manifest=pool_manifest(limits=limits))
+    story(body)
 
 
 def lose_the_status_write_after_the_next_create(s: Story, kind: str) -> None:

@@ -25,6 +25,13 @@ ROOT = Path(__file__).parents[2]
 T = TypeVar("T")
 DATACENTERS = ["EU-RO-1", "EU-SE-1", "EU-CZ-1"]
 GPU = "NVIDIA GeForce RTX 4090"
+# The stories' budget (pool_manifest's): a story that needs another states only what differs.
+LIMITS = {
+    "maxPods": 4,
+    "maxHourlyCostUsd": 10.0,
+    "maxCreatesPerHour": 3,
+    "estimatedPodCostUsd": 0.7,
+}
 
 
 def pool_manifest(**spec_changes: Any) -> dict[str, Any]:
@@ -35,12 +42,7 @@ def pool_manifest(**spec_changes: Any) -> dict[str, Any]:
         dryRun=False,
         templateId="tpl-inference",
         gpuTypes=[GPU],
-        limits={
-            "maxPods": 4,
-            "maxHourlyCostUsd": 10.0,
-            "maxCreatesPerHour": 3,
-            "estimatedPodCostUsd": 0.7,
-        },
+        limits=dict(LIMITS),
     )
     spec["prometheus"] = {"job": "inference-pods"}
     spec["probe"].pop("requireMetric", None)
