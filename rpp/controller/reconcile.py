@@ -310,6 +310,7 @@ class PoolReconciler:
             slots=slots,
             slots_error=slots_error,
             secret=secret.state,
+            writer=self.writers.identity,
         )
         return obs, secret.env
 

@@ -204,3 +204,8 @@ class PoolObservation:
     other_controller: str | None = None
     """What this loop saw of another controller writing the pool, in one sentence (its
     status write, or creates this controller did not make); None when nothing."""
+    writer: str | None = None
+    """Who decides: this controller process's identity (its leader Lease holder identity,
+    written as status.writer). The pods it creates carry a tag of it in their names, so
+    two controllers acting at once never ask for one name (rpp/decide/ownership.py);
+    None where the process has no identity (a reconciler built without one, in tests)."""
