@@ -6,19 +6,36 @@ The index must find exactly what the ownership rule (`owns`) says, for any names
 prefixes that are each other's prefix ("rpp-web-" and "rpp-web-2-"), suffixes with
 dashes or capitals, adopted ids, duplicate ids, terminated pods, unreadable pods that
 are members.
+
+The names a pool creates: each carries a tag of the controller that decided (issue 15:
+two controllers acting at once asked for one name), never one that may name a pod
+already (listed, logged or written down), and is owned by its pool whoever made it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import re
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rpp.decide.ownership import PodListing, owned_pods, owns
-from rpp.model.observations import PodStatus, RunPodPod
+from rpp.decide.ownership import (
+    PodListing,
+    new_pod_name,
+    owned_pods,
+    owns,
+    owns_name,
+    writer_tag,
+)
+from rpp.decide.pool import decide
+from rpp.model.effects import CreatePod
+from rpp.model.observations import PodStatus, PoolObservation, RunPodPod
+from rpp.model.records import CreateAttempt, Intent
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.spec_load import load_spec
+from rpp.model.status import PoolStatus
 
 PREFIXES = ("rpp-web-", "rpp-web-2-", "rpp-w-", "other-")
 
@@ -114,3 +131,91 @@ def test_one_listing_serves_pools_whose_prefixes_nest() -> None:
         "e0000000",
     ]
     assert tuple(listing) == given  # still the listing, in RunPod's order
+
+
+NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def manage(prefix: str = "rpp-web-") -> RunPodPoolSpec:
+    """A pool that creates: Manage, 3 pods wanted, a datacenter and a budget."""
+    resolved, problems = load_spec(
+        "web",
+        {
+            "templateId": "t",
+            "dryRun": False,
+            "replicas": {"min": 3},
+            "namePrefix": prefix,
+            "datacenters": {"allow": ["EU-RO-1"]},
+            "limits": {"maxPods": 4, "maxHourlyCostUsd": 10.0, "estimatedPodCostUsd": 0.7},
+        },
+    )
+    assert problems == []
+    assert resolved is not None
+    return resolved
+
+
+def created_name(writer: str | None, status: PoolStatus | None = None) -> str:
+    """The name of the one pod an empty pool asks for at NOW, decided by `writer`."""
+    decision = decide(
+        pool="web",
+        generation=1,
+        spec=manage(),
+        status=status or PoolStatus(),
+        obs=PoolObservation(pods=(), writer=writer),
+        now=NOW,
+    )
+    (create,) = [e for e in decision.effects if isinstance(e, CreatePod)]
+    return create.name
+
+
+def test_two_controllers_deciding_the_same_loop_ask_for_different_pod_names() -> None:
+    # Issue 15: two active controllers, one second, the same observations: one name, two
+    # pods. The writer's tag in the name keeps them apart.
+    assert created_name("controller-7d9f-a_1b2c3d4e") != created_name("controller-7d9f-b_9f8e7d6c")
+    assert created_name("a") == created_name("a")  # the same writer decides the same name
+
+
+def test_a_name_in_the_create_log_or_an_intent_is_not_asked_for_again() -> None:
+    # A create of unknown outcome (logged) or one a stopped loop wrote down (an intent) may
+    # have made its pod, not listed yet: the next attempt in that second takes another name.
+    first = created_name("a")
+    logged = PoolStatus(create_log=(CreateAttempt(time=NOW, outcome="unknown", name=first),))
+    again = created_name("a", logged)
+    assert again not in {first, ""}
+    written = PoolStatus(intents=(Intent(action="create", time=NOW, name=first),))
+    assert created_name("a", written) not in {first, ""}
+    both = logged.replace(intents=(Intent(action="create", time=NOW, name=again),))
+    assert created_name("a", both) not in {first, again}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    writers=st.lists(st.text(max_size=40), min_size=1, max_size=4, unique=True),
+    second=st.integers(min_value=36**5, max_value=36**7 - 1),  # 1971 to the year 4453
+    prefix=st.sampled_from(PREFIXES),
+    attempts=st.integers(min_value=1, max_value=40),
+)
+def test_every_name_a_controller_asks_for_is_new_and_owned_by_its_pool_alone(
+    writers: list[str], second: int, prefix: str, attempts: int
+) -> None:
+    now = dt.datetime.fromtimestamp(second, dt.UTC)
+    pools = {q: spec(q) for q in PREFIXES}
+    mine = pools[prefix]
+    taken: list[str] = []
+    for writer in writers:
+        for _ in range(attempts):  # one writer's retries in one second, each written down
+            name = new_pod_name(mine, now=now, writer=writer, taken=taken)
+            assert name not in taken
+            taken.append(name)
+            assert re.fullmatch(re.escape(prefix) + r"[a-z0-9]{10,}", name)
+            assert name[len(prefix) :].startswith(writer_tag(writer))
+            made = pod("pod00001", name)
+            # Owned by prefix, whoever made it; never by a pool whose prefix nests.
+            assert [p.name for p in owned_pods(mine, PodListing((made,)))] == [name]
+            assert [q for q, pool in pools.items() if owns_name(pool, name)] == [prefix]
+    tags = {writer_tag(w) for w in writers}
+    if len(tags) == len(writers):  # different tags: no name in common, even unrecorded
+        for a, b in itertools.combinations(writers, 2):
+            assert new_pod_name(mine, now=now, writer=a, taken=()) != new_pod_name(
+                mine, now=now, writer=b, taken=()
+            )

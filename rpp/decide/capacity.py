@@ -88,6 +88,7 @@ def plan_create(
     wish: CreateWish,
     owned: Sequence[RunPodPod],
     now: dt.datetime,
+    writer: str | None,
     image: str | None = None,
 ) -> CreatePlan:
     """A CreatePod that passes every safeguard, or the safeguard that blocks it.
@@ -95,7 +96,7 @@ def plan_create(
     `image` is what the pod runs (None: spec.image, or the template's); the release
     keeps spec.image off new pods until its canary passed (rpp/decide/release.py).
     Creates written down and not settled count as pods (they may have made one), at the
-    highest price a candidate may have."""
+    highest price a candidate may have. `writer` (who decides) is in the pod's name."""
     pending = len(status.pending_creates())
     catalog = status.catalog_prices
     dearest = prices.candidates(spec, catalog=catalog, room=0.0).highest()
@@ -115,7 +116,7 @@ def plan_create(
     taken += [i.name for i in status.intents]
     effect = CreatePod(
         pool=pool,
-        name=new_pod_name(spec, now=now, taken=taken),
+        name=new_pod_name(spec, now=now, writer=writer, taken=taken),
         reason=wish.reason,
         replacement_for=wish.replacement_for,
         gpu_types=fit.fitting,

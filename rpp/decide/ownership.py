@@ -4,7 +4,9 @@ Where it sits: the start of decide. One `GET /v2/pods` per loop serves every poo
 pool keeps only the pods it owns: named with its namePrefix followed by the suffix this
 module generates (lowercase letters and digits only), or listed in spec.adopt. The
 strict suffix matters: pools "web" and "web-2" have prefixes "rpp-web-" and
-"rpp-web-2-", and "rpp-web-2-abc" must not look like a pod of "web".
+"rpp-web-2-", and "rpp-web-2-abc" must not look like a pod of "web". Ownership goes by
+prefix alone, not by who created the pod: a pod another controller made for the pool is
+the pool's too (rpp/decide/second_controller.py reports that controller).
 
 The executor applies the same test again on a fresh read of a pod right before it
 deletes or updates it (the ownership safeguard), so the rule lives here once.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import re
 from collections.abc import Collection, Iterable
 
@@ -114,15 +117,41 @@ def _base36(number: int) -> str:
             return digits
 
 
-def new_pod_name(spec: RunPodPoolSpec, *, now: dt.datetime, taken: Iterable[str]) -> str:
-    """A unique name for the next pod: prefix + creation second in base 36 (+ a counter).
+TAG_LENGTH = 4  # 36^4: two identities share a tag about once in 1.7 million pairs
 
-    Unique names are what make a create safe after a timeout or a 5xx: the next listing
-    finds the pod by its name and adopts it instead of creating another. Derived from
-    `now`, so decide stays deterministic.
+
+def writer_tag(writer: str | None) -> str:
+    """The writer's mark in the names it creates: TAG_LENGTH base-36 characters of a hash
+    of its identity, the same for one identity in every loop and every process (None,
+    a process without an identity, tags as the empty identity)."""
+    digest = int.from_bytes(hashlib.sha256((writer or "").encode()).digest()[:8], "big")
+    return _base36(digest % 36**TAG_LENGTH).rjust(TAG_LENGTH, "0")
+
+
+def new_pod_name(
+    spec: RunPodPoolSpec, *, now: dt.datetime, writer: str | None, taken: Iterable[str]
+) -> str:
+    """A name no other create asked for: namePrefix + writer tag + second + counter.
+
+    - the writer tag (`writer_tag`, 4 characters) comes first: two controllers acting at
+      once (issue 15) have different identities, so neither asks for a name the other
+      might, whatever their clocks say (unless their tags coincide: TAG_LENGTH);
+    - the creation second in base 36 (6 characters until 2038-12-24, then 7);
+    - a base-36 counter (1, 2, ...) only when that name is in `taken`: the owned pods,
+      the create log (the last hour) and the intents, so a second attempt of one writer
+      never reuses a name whose pod may exist.
+
+    E.g. "rpp-inference-" + "1k9f" + "t85t0o" (+ "1"): namePrefix plus 10 characters, one
+    or two more now and then. RunPod sets no maximum on a pod name (its API asks only
+    for one character) and namePrefix has none either.
+
+    Unique names are what make a create safe after a timeout or a 5xx: the write-ahead
+    intent records the exact name and the next listing adopts the pod by it instead of
+    creating another. Derived from `now` and `writer`, both given, so decide stays
+    deterministic (the simulator's writer is always "simulator").
     """
     used = set(taken)
-    stem = spec.name_prefix + _base36(int(now.timestamp()))
+    stem = spec.name_prefix + writer_tag(writer) + _base36(int(now.timestamp()))
     name, n = stem, 0
     while name in used:
         n += 1

@@ -67,6 +67,7 @@ def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
             wish=wish,
             owned=loop.owned,
             now=loop.now,
+            writer=loop.obs.writer,
             image=release.create_image(spec, status.rollout, status.members),
         )
         backoff_for_stock = (
