@@ -5,9 +5,10 @@ Two whole controllers (tests/test_controller_replicas.py's `Replica`) run agains
 in-memory Kubernetes API and one fake RunPod, on virtual time. Misconfigured leader
 election is played by giving each replica a Lease of its own: both lead, both act on the
 pool. The pool must then say so: SecondController, naming the other writer, with a
-Warning Event and the condition gauge, for as long as the other acts and a while after.
-With one Lease shared, the standby that takes over from a leader that stepped down must
-raise nothing. rpp/controller/writers.py's evidence is checked on its own too.
+Warning Event and the condition gauge, for as long as the other acts and a while after;
+and no two of the pods they create share a name. With one Lease shared, the standby
+that takes over from a leader that stepped down must raise nothing.
+rpp/controller/writers.py's evidence is checked on its own too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import datetime as dt
 
 from rpp.adapters.kube.api import KubeSettings
 from rpp.controller.writers import Writers
+from rpp.decide.ownership import TAG_LENGTH, writer_tag
 from rpp.decide.second_controller import HOLD
 from rpp.model.records import CreateAttempt
 from rpp.model.status import PoolStatus
@@ -66,6 +68,31 @@ def test_two_controllers_on_their_own_leases_are_seen_named_and_told() -> None:
         assert cleared is not None
         assert cleared.status == "False"
         await a.kill()
+        await w.close()
+
+    run_virtual(body)
+
+
+def test_two_controllers_acting_at_once_never_make_two_pods_with_one_name() -> None:
+    # Issue 15: two controllers acting at once made two pods with one name. Each names its
+    # creates with a tag of its own identity now, handed from the reconciler to decide.
+    # (Sharing one status, their write-ahead conflicts and each other's intents kept the
+    # names apart here already; tests/test_ownership.py has the same-second decision.)
+    async def body(clock: VirtualClock) -> None:
+        roomy = {"maxPods": 8, "maxHourlyCostUsd": 20.0, "maxCreatesPerHour": 20}
+        w = world(clock, manifest("inference", replicas={"min": 3, "max": 3}, limits=roomy))
+        a = Replica(w, "a", clock=clock, lease_view=MemoryKubeApi(KubeSettings("x"), clock=clock))
+        await asyncio.sleep(15)  # B's loops fall between A's: each sees the pool wanting pods
+        b = Replica(w, "b", clock=clock, lease_view=MemoryKubeApi(KubeSettings("y"), clock=clock))
+        await asyncio.sleep(600)
+
+        names = [name for _, name in w.created]
+        assert len(set(names)) == len(names)
+        makers = {name.removeprefix("rpp-inference-")[:TAG_LENGTH] for name in names}
+        assert makers == {writer_tag("a"), writer_tag("b")}  # both created, each its own names
+        assert raised(status(w)) is not None
+        await a.kill()
+        await b.kill()
         await w.close()
 
     run_virtual(body)
