@@ -142,8 +142,10 @@ def new_pod_name(
       never reuses a name whose pod may exist.
 
     E.g. "rpp-inference-" + "1k9f" + "t85t0o" (+ "1"): namePrefix plus 10 characters, one
-    or two more now and then. RunPod sets no maximum on a pod name (its API asks only
-    for one character) and namePrefix has none either.
+    or two more now and then; with the default namePrefix ("rpp-<pool>-", pool names of
+    at most 50 characters) 65 at most before a counter. RunPod sets no maximum on a pod
+    name (vendor/runpod/openapi-v2.json asks only for one character) and namePrefix
+    has none either.
 
     Unique names are what make a create safe after a timeout or a 5xx: the write-ahead
     intent records the exact name and the next listing adopts the pod by it instead of
