@@ -27,7 +27,6 @@ A violation names the loop, the simulated time, the invariant and the numbers.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -205,13 +204,6 @@ def as_listed(pod: FakePod) -> RunPodPod:
         cost_per_hr=pod.cost_per_hr,
         created_at=None,
     )
-
-
-def stored_status(data: Mapping[str, Any]) -> PoolStatus | None:
-    try:
-        return PoolStatus.from_stored(data)
-    except StatusFormatError:
-        return None
 
 
 class NoChecks:
