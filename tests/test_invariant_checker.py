@@ -21,11 +21,12 @@ from rpp.adapters.runpod.wire import PodRequest
 from rpp.cli import main
 from rpp.controller.reconcile import PoolResult
 from rpp.model.durations import parse_duration
-from rpp.sim.check import Checker, check
+from rpp.sim.check import Checker, Violation, check
 from rpp.sim.check.checker import NoChecks
 from rpp.sim.check.ending import HEAL_LOOPS
 from rpp.sim.check.serving import Serving
 from rpp.sim.faults import MalformedJson, Timeout
+from rpp.sim.soak import CaseResult
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
 from tests.stories.world_kit import GPU, Story, pool_manifest
@@ -120,6 +121,30 @@ def test_a_slot_on_a_vanished_pod_and_a_forgotten_pod_are_caught() -> None:
     broken = checked(body)
     assert "slot on a pod RunPod no longer lists" in broken
     assert "leaked pod" in broken
+
+
+def test_each_leaked_pod_counts_once_as_a_leak_and_once_as_a_violation() -> None:
+    async def main_(clock: VirtualClock) -> list[Violation]:
+        s = Story(clock, manifest=pool_manifest(limits=LIMITS))
+        checker = check(s.world, s.name)
+        try:
+            await s.until(lambda st: st.ready == 2, limit=20)
+            for name in ("rpp-inference-forgotten1", "rpp-inference-forgotten2"):
+                s.world.cloud.add_pod(name=name, image="img:1", gpu_type=GPU, datacenter="EU-SE-1")
+            await asyncio.sleep(0)
+            checker.finish()
+        finally:
+            await s.world.close()
+        assert checker.leaks == 2
+        return checker.violations
+
+    violations = run_virtual(main_)
+    assert [v.invariant for v in violations].count("leaked pod") == 2
+    # The soak's case (what `rpp simulate --soak` adds up) counts them from the same list.
+    case = CaseResult(
+        index=0, loops=1, creates=0, crashes=0, faults=0, violations=tuple(violations), document=""
+    )
+    assert case.leaks == 2
 
 
 def test_a_flagged_pod_runpod_will_not_delete_is_not_kept_while_the_controller_retries() -> None:

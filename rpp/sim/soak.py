@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from rpp.sim.check.checker import Violation, count_leaks
 from rpp.sim.generate import generate
 from rpp.sim.run import run_scenario
 from rpp.sim.scenario import parse_scenario
@@ -37,10 +38,13 @@ class CaseResult:
     creates: int
     crashes: int
     faults: int
-    leaks: int
-    violations: tuple[str, ...]
+    violations: tuple[Violation, ...]
     document: str = field(repr=False)  # the scenario as YAML, to replay it
     points: tuple[str, ...] = ()  # the kinds of crash point that fired
+
+    @property
+    def leaks(self) -> int:
+        return count_leaks(self.violations)
 
 
 @dataclass
@@ -89,8 +93,7 @@ def run_case(seed: int, index: int, duration: float | None = None) -> CaseResult
         creates=checker.creates,
         crashes=run.crashes,
         faults=run.faults,
-        leaks=checker.leaks,
-        violations=tuple(v.text() for v in checker.violations),
+        violations=tuple(checker.violations),
         document=yaml.safe_dump(document, sort_keys=False),
         points=tuple(f"{p.when} {p.target}" for p in run.points),
     )
@@ -120,8 +123,8 @@ def soak(
     summary = SoakSummary(seed=seed)
     for case in _cases(seed, count, duration, jobs):
         summary.add(case)
-        for text in case.violations:
-            report(f"soak: scenario {case.index} of seed {seed}: {text}")
+        for violation in case.violations:
+            report(f"soak: scenario {case.index} of seed {seed}: {violation.text()}")
         if case.violations and keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
             path = keep / f"soak-{seed}-{case.index}.yaml"

@@ -15,7 +15,6 @@ the last loop's end.
 
 from __future__ import annotations
 
-from rpp.model.spec import RunPodPoolSpec
 from rpp.sim.check.checker import Checker, NoChecks
 from rpp.sim.world import CloudChange
 
@@ -47,14 +46,10 @@ class Caps(NoChecks):
             )
         now = checker.seconds
         recent = [t for t in checker.create_times if t > now - HOUR_S]
-        allowed = max(_per_hour(s) for s in specs)
+        allowed = max(s.limits.max_creates_per_hour for s in specs)
         if len(recent) > allowed:
             checker.violate(
                 "maxCreatesPerHour",
                 f"{len(recent)} creates in the hour up to the create of {name} (at "
                 f"{', '.join(f'{t:g}s' for t in recent)}); limits.maxCreatesPerHour is {allowed}",
             )
-
-
-def _per_hour(spec: RunPodPoolSpec) -> int:
-    return spec.limits.max_creates_per_hour

@@ -27,6 +27,7 @@ A violation names the loop, the simulated time, the invariant and the numbers.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,6 +45,8 @@ from rpp.sim.cloud_model import FakePod
 from rpp.sim.timeline import clock_text
 from rpp.sim.world import CloudChange, World
 
+LEAKED_POD = "leaked pod"  # the invariant ending.py checks, once per leaked pod
+
 
 @dataclass(frozen=True)
 class Violation:
@@ -58,6 +61,11 @@ class Violation:
         return (
             f"violation: loop {self.loop} ({clock_text(self.t)}): {self.invariant}: {self.detail}"
         )
+
+
+def count_leaks(violations: Iterable[Violation]) -> int:
+    """Leaked pods: each one is a violation of its own, so the count is never kept apart."""
+    return sum(1 for v in violations if v.invariant == LEAKED_POD)
 
 
 class Invariants(Protocol):
@@ -84,7 +92,6 @@ class Checker:
         self.creates = 0
         self.create_times: list[float] = []  # seconds since the start, every pool create
         self.departures: list[float] = []  # seconds since the start, every pool pod deleted
-        self.leaks = 0
         self.violations: list[Violation] = []
         self._spec: tuple[Any, RunPodPoolSpec] | None = None
         self.last_loop_spec: RunPodPoolSpec | None = None
@@ -101,6 +108,10 @@ class Checker:
     @property
     def seconds(self) -> float:
         return (self.now - self.start).total_seconds()
+
+    @property
+    def leaks(self) -> int:
+        return count_leaks(self.violations)
 
     def spec(self) -> RunPodPoolSpec:
         """The pool's spec as stored now (parsed once per generation)."""

@@ -31,7 +31,7 @@ import datetime as dt
 from rpp.model.members import DrainReason, Phase
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
-from rpp.sim.check.checker import Checker, NoChecks
+from rpp.sim.check.checker import LEAKED_POD, Checker, NoChecks
 from rpp.sim.check.serving import TERMINATE_RETRY_S
 from rpp.sim.cloud_model import FakePod
 
@@ -50,9 +50,8 @@ class Ending(NoChecks):
         named = set() if status is None else _created_names(status)
         for pod in live:
             if pod.info.pod_id not in known and pod.info.name not in named:
-                checker.leaks += 1
                 checker.violate(
-                    "leaked pod",
+                    LEAKED_POD,
                     f"pod {pod.info.pod_id} ({pod.info.name}, ${pod.cost_per_hr:g}/h) is the "
                     "pool's and RunPod lists it, but the pool's status has no member for it "
                     "and no create by its name",
