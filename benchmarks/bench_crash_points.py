@@ -38,13 +38,12 @@ import recording
 import yaml
 
 from rpp.model.durations import parse_duration
-from rpp.sim.crash_points import BETWEEN_EFFECTS, TARGETS, WHENS
+from rpp.sim.crash_points import EVERY_POINT
 from rpp.sim.run import run_scenario
 from rpp.sim.scenario import parse_scenario
 
 ROOT = Path(__file__).parents[1]
 SCENARIOS = ROOT / "examples" / "scenarios"
-POINTS: list[Any] = [{when: target} for target in TARGETS for when in WHENS] + [BETWEEN_EFFECTS]
 
 
 def documents() -> dict[str, dict[str, Any]]:
@@ -88,7 +87,7 @@ def cases(*, random_runs: int, seed: int, arm: str) -> tuple[list[Any], list[Any
     enumerated = [
         (name, doc, [(at, point)])
         for name, doc in docs.items()
-        for point in POINTS
+        for point in EVERY_POINT
         for at in arm_times(doc, arm)
     ]
     rng = random.Random(seed)
@@ -99,7 +98,8 @@ def cases(*, random_runs: int, seed: int, arm: str) -> tuple[list[Any], list[Any
         doc = docs[name]
         length = int(min(parse_duration(str(doc.get("duration", "1h"))), 3600.0))
         crashes = [
-            (f"{rng.randrange(0, length)}s", rng.choice(POINTS)) for _ in range(rng.randint(3, 8))
+            (f"{rng.randrange(0, length)}s", rng.choice(EVERY_POINT))
+            for _ in range(rng.randint(3, 8))
         ]
         randomised.append((name, doc, sorted(crashes, key=lambda c: int(c[0][:-1]))))
     return enumerated, randomised

@@ -24,7 +24,14 @@ import pytest
 import yaml
 
 from rpp.sim.cloud_scenario import ScenarioError
-from rpp.sim.crash_points import CrashPoint, PointError, parse_point
+from rpp.sim.crash_points import (
+    EVERY_POINT,
+    TARGETS,
+    WHENS,
+    CrashPoint,
+    PointError,
+    parse_point,
+)
 from rpp.sim.faults import FaultQueue, RandomFaults, ServerError, Timeout
 from rpp.sim.run import run_scenario
 from rpp.sim.scenario import parse_scenario
@@ -135,6 +142,13 @@ def test_crash_points_are_read_and_say_where_they_strike(text: Any, point: Crash
     assert parse_point(text) == point
     assert parse_point(point.to_yaml()) == point
     assert point.describe().startswith(("right", "between"))
+
+
+def test_every_point_the_soak_and_the_benchmark_use_is_a_point_a_scenario_can_name() -> None:
+    points = [parse_point(text) for text in EVERY_POINT]
+    kinds = {CrashPoint(when, target) for when in WHENS for target in TARGETS}
+    assert set(points) == {*kinds, CrashPoint("before", "effects")}
+    assert len(points) == len(set(points))
 
 
 @pytest.mark.parametrize(

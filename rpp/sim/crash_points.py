@@ -32,6 +32,14 @@ BETWEEN_EFFECTS = "between-effects"
 KUBE_WRITES = (STATUS_WRITE, SLOTS_WRITE)
 TARGETS = (*RUNPOD_API_OPERATIONS, *KUBE_WRITES)
 WHENS = ("before", "after")
+# Every point, as a scenario writes it: what the soak's generator cycles over and the
+# crash-point benchmark enumerates. The order is the generator's, so a soak seed keeps
+# drawing the scenarios it drew.
+EVERY_POINT: tuple[Any, ...] = (
+    *({"after": target} for target in TARGETS),
+    *({"before": target} for target in TARGETS),
+    BETWEEN_EFFECTS,
+)
 
 
 class PointError(ValueError):

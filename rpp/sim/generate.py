@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from rpp.sim.crash_points import BETWEEN_EFFECTS, TARGETS
+from rpp.sim.crash_points import EVERY_POINT
 
 POOL = "soak"
 PREFIX = f"rpp-{POOL}-"
@@ -49,9 +49,7 @@ FAULT_KINDS: tuple[Any, ...] = (
 )
 CRITICAL_NOTE = "Critical error on this machine: GPU fell off the bus"
 CRASH_POINTS: tuple[Any, ...] = (
-    *({"after": t} for t in TARGETS),
-    *({"before": t} for t in TARGETS),
-    BETWEEN_EFFECTS,
+    *EVERY_POINT,
     None,  # killed at the event's time, wherever the process is
 )
 SETTLE_S = 45 * 60.0
