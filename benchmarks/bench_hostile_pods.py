@@ -41,19 +41,8 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from rpp.adapters.clock import ManualClock
 from rpp.adapters.pod_http import PodTransport
 from rpp.observe.prober import DEFAULT_METRICS_LIMIT, Prober, ProbeSettings, ProbeTarget
-from rpp.sim.hostile_pods import Hostile, HostilePods
+from rpp.sim.hostile_pods import HOSTILE, HostilePods
 
-HOSTILE = {
-    "hugehealth": (Hostile.HUGE_BODY, "health"),
-    "hugechunked": (Hostile.HUGE_CHUNKED, "both"),
-    "hugemetrics": (Hostile.HUGE_BODY, "metrics"),
-    "lines": (Hostile.MANY_LINES, "metrics"),
-    "linessized": (Hostile.MANY_LINES_SIZED, "metrics"),
-    "smalllines": (Hostile.SMALL_MANY_LINES, "metrics"),
-    "slowhead": (Hostile.SLOW_HEAD, "both"),
-    "slowbody": (Hostile.SLOW_BODY, "metrics"),
-    "slowhealth": (Hostile.SLOW_BODY, "health"),
-}
 HEALTHY = [f"ok{i:02d}" for i in range(20)]
 START = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
 

@@ -19,25 +19,12 @@ from rpp.adapters.clock import ManualClock
 from rpp.adapters.pod_http import PodTransport
 from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page_within
 from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget
-from rpp.sim.hostile_pods import Hostile, HostilePods
+from rpp.sim.hostile_pods import HOSTILE, HostilePods
 from tests.loopback import Loopback, pod_pattern
 
 START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 HEALTH_OVER = "answer over the 64 KiB limit (PROBE_HEALTH_MAX_KIB)"
 METRICS_OVER = "answer over the 1 MiB limit (PROBE_METRICS_MAX_KIB)"
-
-
-HOSTILE = {
-    "hugehealth": (Hostile.HUGE_BODY, "health"),
-    "hugechunked": (Hostile.HUGE_CHUNKED, "both"),
-    "hugemetrics": (Hostile.HUGE_BODY, "metrics"),
-    "lines": (Hostile.MANY_LINES, "metrics"),
-    "linessized": (Hostile.MANY_LINES_SIZED, "metrics"),
-    "smalllines": (Hostile.SMALL_MANY_LINES, "metrics"),
-    "slowhead": (Hostile.SLOW_HEAD, "both"),
-    "slowbody": (Hostile.SLOW_BODY, "metrics"),
-    "slowhealth": (Hostile.SLOW_BODY, "health"),
-}
 
 
 async def test_hostile_pods_fail_alone_with_the_limit_they_broke_and_memory_stays_bounded() -> (

@@ -41,6 +41,20 @@ class Hostile(enum.Enum):
     SLOW_BODY = "body trickled, a byte every 100 ms"
 
 
+# The mix the prober's test and the hostile-pod benchmark serve beside healthy pods: pod id
+# -> (what it does, on "health", "metrics" or "both").
+HOSTILE: Mapping[str, tuple[Hostile, str]] = {
+    "hugehealth": (Hostile.HUGE_BODY, "health"),
+    "hugechunked": (Hostile.HUGE_CHUNKED, "both"),
+    "hugemetrics": (Hostile.HUGE_BODY, "metrics"),
+    "lines": (Hostile.MANY_LINES, "metrics"),
+    "linessized": (Hostile.MANY_LINES_SIZED, "metrics"),
+    "smalllines": (Hostile.SMALL_MANY_LINES, "metrics"),
+    "slowhead": (Hostile.SLOW_HEAD, "both"),
+    "slowbody": (Hostile.SLOW_BODY, "metrics"),
+    "slowhealth": (Hostile.SLOW_BODY, "health"),
+}
+
 HUGE = 50 * 1000 * 1000
 LINES = 1_000_000
 TRICKLE_S = 0.1
