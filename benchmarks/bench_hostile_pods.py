@@ -27,7 +27,6 @@ import datetime as dt
 import json
 import multiprocessing
 import resource
-import socket
 import subprocess
 import sys
 import time
@@ -36,34 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import recording
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from rpp.adapters.clock import ManualClock
 from rpp.adapters.pod_http import PodTransport
 from rpp.observe.prober import DEFAULT_METRICS_LIMIT, Prober, ProbeSettings, ProbeTarget
 from rpp.sim.hostile_pods import HOSTILE, HostilePods
+from rpp.sim.localhttp import Loopback, pod_pattern
 
 HEALTHY = [f"ok{i:02d}" for i in range(20)]
 START = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-
-
-class Loopback(AbstractResolver):
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        return [
-            ResolveResult(
-                hostname=host,
-                host="127.0.0.1",
-                port=port,
-                family=socket.AF_INET,
-                proto=0,
-                flags=socket.AI_NUMERICHOST,
-            )
-        ]
-
-    async def close(self) -> None:
-        pass
 
 
 def serve(conn: Connection) -> None:
@@ -77,9 +57,10 @@ def serve(conn: Connection) -> None:
 
 
 async def sweep(port: int, metrics_limit: int) -> dict[str, Any]:
-    pattern = f"http://{{pod_id}}-{{port}}.proxy.test:{port}"
     async with PodTransport(resolver=Loopback()) as transport:
-        prober = Prober(transport=transport, url_pattern=pattern, metrics_limit=metrics_limit)
+        prober = Prober(
+            transport=transport, url_pattern=pod_pattern("http", port), metrics_limit=metrics_limit
+        )
         settings = ProbeSettings(require_metric="app_queue_length")
         targets = [ProbeTarget(pod_id=p, settings=settings) for p in [*HOSTILE, *HEALTHY]]
         before = resource.getrusage(resource.RUSAGE_SELF)

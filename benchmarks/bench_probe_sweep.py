@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import multiprocessing
 import resource
-import socket
 import ssl
 import statistics
 import sys
@@ -35,36 +34,16 @@ from typing import Any
 
 import recording
 import trustme
-from aiohttp.abc import AbstractResolver, ResolveResult
 
 from rpp.adapters.clock import SystemClock
 from rpp.adapters.pod_http import PodTransport, trim_tls_buffers
 from rpp.observe.prober import DEFAULT_CONCURRENCY, Prober, ProbeSettings, ProbeTarget
 from rpp.observe.prober import make_transport as prober_transport
 from rpp.sim.hostile_pods import HostilePods
+from rpp.sim.localhttp import POD_DOMAIN, Loopback, pod_pattern
 
-DOMAIN = "proxy.test"
 WALL_GOAL = 1.5  # x one probe's latency
 CPU_GOAL_S = 0.5
-
-
-class Loopback(AbstractResolver):
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        return [
-            ResolveResult(
-                hostname=host,
-                host="127.0.0.1",
-                port=port,
-                family=socket.AF_INET,
-                proto=0,
-                flags=socket.AI_NUMERICHOST,
-            )
-        ]
-
-    async def close(self) -> None:
-        pass
 
 
 def serve(
@@ -96,7 +75,7 @@ async def sweeps(
     args: argparse.Namespace, port: int, client_tls: ssl.SSLContext | None
 ) -> list[dict[str, Any]]:
     scheme = "https" if args.tls else "http"
-    pattern = f"{scheme}://{{pod_id}}-{{port}}.{DOMAIN}:{port}"
+    pattern = pod_pattern(scheme, port)
     # As `rpp run` builds it, but for the test names (-> 127.0.0.1) and the test CA.
     transport = PodTransport(
         per_host=prober_transport(url_pattern=pattern).per_host,
@@ -147,7 +126,7 @@ def main() -> int:
     if args.tls:
         trim_tls_buffers()  # as `rpp run` does
         ca = trustme.CA()
-        leaf = ca.issue_cert(f"*.{DOMAIN}")
+        leaf = ca.issue_cert(f"*.{POD_DOMAIN}")
         cert_pem = b"".join(blob.bytes() for blob in leaf.cert_chain_pems)
         key_pem = leaf.private_key_pem.bytes()
         client_tls = ssl.create_default_context()

@@ -24,7 +24,8 @@ from rpp.adapters.clock import ManualClock
 from rpp.adapters.pod_http import TLS_READ_BUFFER, PodTransport, trim_tls_buffers
 from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget, make_transport
 from rpp.sim.hostile_pods import Hostile, HostilePods
-from tests.loopback import Certificates, Loopback, pod_pattern
+from rpp.sim.localhttp import Loopback, pod_pattern
+from tests.certificates import Certificates
 
 START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 

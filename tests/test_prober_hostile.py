@@ -20,7 +20,7 @@ from rpp.adapters.pod_http import PodTransport
 from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page_within
 from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget
 from rpp.sim.hostile_pods import HOSTILE, HostilePods
-from tests.loopback import Loopback, pod_pattern
+from rpp.sim.localhttp import Loopback, pod_pattern
 
 START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 HEALTH_OVER = "answer over the 64 KiB limit (PROBE_HEALTH_MAX_KIB)"

@@ -9,6 +9,13 @@ starts, so parallel tests never race for a port.
 Two shapes: `serve_local` runs the server on the caller's event loop (async tests);
 `ServerThread` runs servers on a loop in a background thread, for sync fixtures and for
 callers whose own loop must not share time with the server (the benchmark).
+
+And the way there by name. Behind RunPod's proxy every pod is its own host name
+(`{podId}-{port}.proxy.runpod.net`); a rehearsal keeps that shape with names under
+`proxy.test`, all on one local port: `pod_pattern` is the prober's URL pattern for them,
+and `Loopback` (aiohttp's resolver interface, given to `PodTransport`) resolves every
+name to 127.0.0.1, counting the lookups so a test can see connections are reused. Never
+in a running controller: it stands in for DNS.
 """
 
 from __future__ import annotations
@@ -21,8 +28,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
 
 import uvicorn
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from rpp.sim.asgi_io import ASGIApp
+
+POD_DOMAIN = "proxy.test"
 
 
 @asynccontextmanager
@@ -112,3 +122,33 @@ class ServerThread:
                 )
             self._ready.set()
             await self._stop.wait()
+
+
+class Loopback(AbstractResolver):
+    """Every name resolves to 127.0.0.1, as if each pod's proxy host pointed here."""
+
+    def __init__(self) -> None:
+        self.lookups = 0
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        self.lookups += 1
+        return [
+            ResolveResult(
+                hostname=host,
+                host="127.0.0.1",
+                port=port,
+                family=socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+        ]
+
+    async def close(self) -> None:
+        pass
+
+
+def pod_pattern(scheme: str, port: int) -> str:
+    """The prober's URL pattern: each pod its own host name, all on `port` here."""
+    return f"{scheme}://{{pod_id}}-{{port}}.{POD_DOMAIN}:{port}"
