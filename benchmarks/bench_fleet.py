@@ -10,7 +10,7 @@ What runs, each in its own process, all on 127.0.0.1:
 - `rpp fake-runpod`: RunPod's REST API, GraphQL and pod proxy, with POOLS x MEMBERS pods
   already running (the scenario's `existing` pods, named with each pool's namePrefix), each
   answering every request after 200 ms; `--tls` serves it over TLS with a throwaway CA.
-- benchmarks/kube_standin.py: a Kubernetes API stand-in (not kmock, whose request history
+- rpp/sim/kube_standin.py: a Kubernetes API stand-in (not kmock, whose request history
   slows it down over minutes), holding the pools, their env Secrets and slot ConfigMaps.
 - `rpp run` itself, reconciling every 30 s, as deployed but for one thing: the names
   `{podId}-80.proxy.runpod.net` resolve to 127.0.0.1 (socket.getaddrinfo is wrapped before
@@ -307,7 +307,7 @@ def fleet(
         scheme = "https" if tls else "http"
         fake = Process(fake_args, log=work / "fake-runpod.log")
         kube = Process(
-            [sys.executable, str(BENCH / "kube_standin.py"), "--port", "0"], log=work / "kube.log"
+            [sys.executable, "-m", "rpp.sim.kube_standin", "--port", "0"], log=work / "kube.log"
         )
         controller: Process | None = None
         try:

@@ -4,7 +4,7 @@ All on 127.0.0.1, started in this order:
 
 - `rpp fake-runpod`: RunPod's API, its proxy and the pods (adopted when the pool starts,
   booting in a second), with a scaled CDN limit (`--proxy-limit`);
-- benchmarks/kube_standin.py: the Kubernetes API (a stand-in holding objects only, so it
+- rpp/sim/kube_standin.py: the Kubernetes API (a stand-in holding objects only, so it
   does not slow down over a run as kmock's request history does), seeded with the pool,
   its env Secret and an empty slots ConfigMap;
 - `rpp nginx-reloader --init-only` (the init container), then nginx running
@@ -157,7 +157,7 @@ class Rig:
         )
         kube = self._child(
             "kube-standin",
-            [sys.executable, str(ROOT / "benchmarks" / "kube_standin.py"), "--port", "0"],
+            [sys.executable, "-m", "rpp.sim.kube_standin", "--port", "0"],
             env,
         )
         self.fake = f"http://127.0.0.1:{fake.first_port()}"

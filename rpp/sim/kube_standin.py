@@ -1,4 +1,9 @@
-"""A small Kubernetes API stand-in for the fleet benchmark: just what `rpp run` calls.
+"""A small Kubernetes API stand-in, served over HTTP: just what `rpp run` calls.
+
+Where it sits: the simulator, beside the flow. It is the API server a real `rpp run`
+process talks to in the fleet benchmark (benchmarks/bench_fleet.py) and the serving rig
+(tests/serving/rig.py); in one process, `MemoryKubeApi` (kube_memory.py) plays that part
+without HTTP, and the two share its JSON merge patch.
 
 Why not kmock (the tests' emulator): it keeps every request it served and scans that
 list on every new one, so over a benchmark's minutes of 50 pools its answers slow down
@@ -15,9 +20,9 @@ API server guarantees the controller relies on, and nothing else:
 - `GET /_standin/lists`: how often each collection was listed, so the benchmark sees each
   loop start (the controller lists its pools once a loop) without asking the controller.
 
-It serves plain HTTP on 127.0.0.1 and checks no credentials. Run by bench_fleet.py as its
-own process (`python benchmarks/kube_standin.py --port 0`; the first stdout line is
-"listening on PORT"), so its CPU is not counted as the controller's.
+It serves plain HTTP on 127.0.0.1 and checks no credentials. Run as its own process
+(`python -m rpp.sim.kube_standin --port 0`; the first stdout line is "listening on PORT"),
+so its CPU is not counted as the controller's.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from collections import defaultdict
 from typing import Any
 
 from aiohttp import web
+
+from rpp.sim.kube_memory import merge_patch
 
 Key = tuple[str, str]  # (collection path, name)
 
@@ -110,7 +117,7 @@ def make_app(store: Store) -> web.Application:
             updated = {**body, "status": current.get("status")}
             updated["metadata"] = {**current["metadata"], **body["metadata"]}
         elif method == "PATCH":
-            updated = merge(copy.deepcopy(current), body)
+            updated = merge_patch(current, body)
             if sub != "status":
                 updated["status"] = current.get("status")
         else:
@@ -157,18 +164,6 @@ def make_app(store: Store) -> web.Application:
     app.router.add_get("/_standin/lists", lists)
     app.router.add_route("*", "/{tail:.*}", handle)
     return app
-
-
-def merge(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    """RFC 7386 JSON merge patch."""
-    for key, value in patch.items():
-        if value is None:
-            target.pop(key, None)
-        elif isinstance(value, dict) and isinstance(target.get(key), dict):
-            merge(target[key], value)
-        else:
-            target[key] = value
-    return target
 
 
 async def main(port: int) -> None:
