@@ -187,6 +187,12 @@ def test_the_nightly_soak_runs_1000_scenarios_under_check_and_keeps_the_failures
     assert flow["on"]["schedule"][0]["cron"]
     (job,) = flow["jobs"].values()
     commands = [s["run"] for s in job["steps"] if "run" in s]
+    # On what the image ships: the hash-checked lock, then the package without dependencies.
+    install = next(c for c in commands if "pip install" in c).splitlines()
+    assert install[:2] == [
+        "python -m pip install --require-hashes -r requirements.lock",
+        "python -m pip install --no-deps .",
+    ]
     soak = next(c for c in commands if "rpp simulate" in c)
     assert "--soak 1000" in soak
     assert "--keep soak-failures" in soak
