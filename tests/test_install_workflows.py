@@ -43,7 +43,8 @@ def workflow(name: str) -> dict[str, Any]:
 
 
 def steps(flow: dict[str, Any]) -> list[dict[str, Any]]:
-    return [step for job in flow["jobs"].values() for step in job["steps"]]
+    # A job that calls a workflow (`uses:`) has no steps of its own.
+    return [step for job in flow["jobs"].values() for step in job.get("steps", [])]
 
 
 def test_workflows_are_the_four_and_actionlint_finds_nothing() -> None:
@@ -68,7 +69,7 @@ def test_actionlint_runs_shellcheck_on_run_scripts(tmp_path: Path) -> None:
 
 def test_ci_runs_the_readme_test_command() -> None:
     flow = workflow("ci.yml")
-    assert set(flow["on"]) == {"push", "pull_request"}
+    assert set(flow["on"]) == {"push", "pull_request", "workflow_call"}  # the releases call it
     assert "scripts/test" in (ROOT / "README.md").read_text()
     test_steps = flow["jobs"]["test"]["steps"]
     assert [s["run"] for s in test_steps if "run" in s] == ["scripts/test"]
@@ -101,16 +102,23 @@ def test_every_action_is_pinned_by_commit_sha_with_its_release_named() -> None:
             if "uses:" not in line:
                 continue
             action = line.split("uses:", 1)[1].strip()
+            if action.startswith("./"):  # a workflow of this repository, at the same commit
+                assert (ROOT / action).is_file(), f"{path.name}: {action}"
+                continue
             assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40} # v\d+(\.\d+)*", action), (
                 f"{path.name}: {action}"
             )
 
 
 def test_releases_run_the_whole_suite_before_they_push() -> None:
+    ci = workflow("ci.yml")
+    assert "workflow_call" in ci["on"]
+    assert [s["run"] for s in ci["jobs"]["test"]["steps"] if "run" in s] == ["scripts/test"]
     for name, pusher in (("release.yml", "image"), ("release-chart.yml", "chart")):
         jobs = workflow(name)["jobs"]
+        assert set(jobs) == {"test", pusher}, name
         assert jobs[pusher]["needs"] == "test", name
-        assert [s["run"] for s in jobs["test"]["steps"] if "run" in s] == ["scripts/test"]
+        assert jobs["test"] == {"uses": "./.github/workflows/ci.yml"}, name
 
 
 def test_release_pushes_the_multi_arch_image_on_a_v_tag() -> None:
@@ -122,7 +130,10 @@ def test_release_pushes_the_multi_arch_image_on_a_v_tag() -> None:
     assert build["with"]["platforms"] == "linux/amd64,linux/arm64"
     assert build["with"]["push"] is True
     meta = next(s for s in steps(flow) if s.get("uses", "").startswith("docker/metadata-action"))
-    assert meta["with"]["images"] == "ownego/runpod-pool-controller"
+    # The image is named once, in the job's env, and every step reads it from there.
+    assert flow["jobs"]["image"]["env"]["IMAGE"] == "ownego/runpod-pool-controller"
+    assert meta["with"]["images"] == "${{ env.IMAGE }}"
+    assert "ownego/runpod-pool-controller" not in yaml.safe_dump(flow["jobs"]["image"]["steps"])
     assert any(s.get("uses", "").startswith("docker/setup-qemu-action") for s in steps(flow))
 
 
