@@ -41,8 +41,6 @@ from aiohttp import web
 
 from rpp.sim.kube_memory import merge_patch
 
-Key = tuple[str, str]  # (collection path, name)
-
 
 class Store:
     def __init__(self) -> None:
