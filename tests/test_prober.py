@@ -15,6 +15,7 @@ from rpp.model.observations import ProbeResult
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN
 from rpp.model.spec_load import load_spec
 from rpp.observe.prober import (
+    REDACTED,
     Prober,
     ProbeSettings,
     ProbeTarget,
@@ -131,13 +132,12 @@ async def test_slow_pod_passes_and_reports_its_metrics_latency(
     assert result.metrics_latency_s >= 0.25
 
 
-async def test_rejected_token_fails_metrics_and_the_error_never_contains_it(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport, caplog: pytest.LogCaptureFixture
+async def test_rejected_or_missing_token_fails_metrics_with_the_pods_status(
+    fleet: Fleet, transport: httpx.AsyncBaseTransport
 ) -> None:
     fleet.add("pod-a", metrics_token=TOKEN)
-    wrong = "wrong-token-771"
-    caplog.set_level(logging.DEBUG)
     prober = prober_for(fleet, transport)
+    wrong = "wrong-token-771"
     rejected = (await prober.probe([ProbeTarget(pod_id="pod-a", metrics_token=wrong)]))["pod-a"]
     absent = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
     assert rejected.health_ok
@@ -145,8 +145,37 @@ async def test_rejected_token_fails_metrics_and_the_error_never_contains_it(
     assert not rejected.passed
     assert rejected.error == "metrics /metrics: HTTP 403"
     assert absent.error == "metrics /metrics: HTTP 401"
-    logged = "\n".join(r.getMessage() for r in caplog.records)
-    assert wrong not in logged  # debug logging was on, and no line carried the token
+
+
+class EchoingPod:
+    """A pod whose metrics page quotes back the URL it was asked for: not Prometheus text,
+    so the parse error the probe reports quotes the token the URL carried."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        asked = f"{scope['path']}?{scope['query_string'].decode()}"
+        self.asked.append(asked)
+        await send_bytes(send, 200, f"served {asked}\n".encode(), content_type="text/plain")
+
+
+async def test_a_token_the_pod_quotes_back_is_cut_from_the_error_and_no_log_carries_it(
+    transport: httpx.AsyncBaseTransport, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    pod = EchoingPod()
+    strict = ProbeSettings(require_metric="up")  # so the page's parse error is reported
+    async with serve_local(pod) as port:
+        prober = Prober(transport=transport, url_pattern=f"http://127.0.0.1:{port}")
+        result = await probe_one(prober, "pod-a", settings=strict, metrics_token=TOKEN)
+    assert f"/metrics?token={TOKEN}" in pod.asked  # the token went out, and came back
+    quoted = f"could not convert string to float: '/metrics?token={REDACTED}'"
+    assert result.error is not None
+    assert result.error.endswith(f"not Prometheus text format: {quoted}"), result.error
+    assert TOKEN not in result.error
+    # Nothing on the probe's path logs its URL (httpx's client would, at INFO).
+    assert [r.getMessage() for r in caplog.records if TOKEN in r.getMessage()] == []
 
 
 async def test_token_goes_in_the_pools_query_parameter(
