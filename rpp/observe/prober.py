@@ -22,10 +22,12 @@ start plus its timeout; rpp/observe/metrics_text.py). What one pod sends changes
 that pod's verdict.
 
 Secrets: the metrics token travels in the URL, because that is how the pool's service
-takes it. It never leaves this module: error texts are built from status codes and
-exception types, then scrubbed of the token. Probes go straight to the httpx transport
-(no client), so httpx's request log line, which prints full URLs, is never written for
-them; httpcore's debug lines name no URL.
+takes it. It never leaves this module: error texts are built from status codes,
+exception types and the parser's words on a pod's page (which may quote the URL back),
+then scrubbed of the token. Probes go straight to the transport (rpp/adapters/pod_http.py,
+httpx's transport interface over aiohttp), not through an httpx client, so httpx's
+request log line, which prints full URLs, is never written for them; aiohttp's client
+logs no request, and the transport's errors name the failure and the host, not the URL.
 
 RunPod routes on the Host header (`{pod_id}-{port}.proxy.runpod.net`), so the prober
 always sends that Host, which lets `url_pattern` point every pod at one base URL (a
