@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from rpp.sim.crash_points import TARGETS
+from rpp.sim.crash_points import EFFECTS, TARGETS, WHENS
 from rpp.sim.soak import soak
 
 SEED = 14
@@ -31,6 +31,8 @@ def test_a_bounded_soak_with_faults_and_crashes_breaks_no_invariant() -> None:
     assert summary.creates > SCENARIOS
     assert summary.faults > 10 * SCENARIOS
     assert summary.crashes > 2 * SCENARIOS
-    kinds = {f"{when} {target}" for when in ("before", "after") for target in TARGETS}
-    assert len(summary.points & kinds) >= len(kinds) - 2, sorted(kinds - summary.points)
-    assert "before effects" in summary.points
+    # Every crash point fired except around listDataCenters: the controller never lists
+    # datacenters (RunPod's client has the call; only its own tests use it).
+    called = [target for target in TARGETS if target != "listDataCenters"]
+    kinds = {f"{when} {target}" for when in WHENS for target in called}
+    assert summary.points == kinds | {f"before {EFFECTS}"}
