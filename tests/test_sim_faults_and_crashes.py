@@ -238,4 +238,12 @@ def test_faults_and_crashes_replay_byte_for_byte_and_end_without_pending_tasks(
     records = [json.loads(line) for line in first.stdout.splitlines()]
     kinds = {r["kind"] for r in records if r["event"] == "cloud"}
     assert "created" in kinds
+    # Each planned crash happened, where planned: a replay without them proves nothing.
+    planned = [parse_point(e["point"]) for e in FAULTY["events"] if "point" in e]
+    assert len(planned) == 2
+    restarts = [r["detail"] for r in records if r.get("do") == "controller-restart"]
+    killed = [d for d in restarts if not d.startswith("armed:")]
+    assert killed == [
+        f"the controller process is killed {p.describe()}; a new one starts" for p in planned
+    ]
     assert first.stderr.strip().endswith("0 violations, 0 leaks")
