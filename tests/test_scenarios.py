@@ -39,7 +39,6 @@ class Story:
         )
         run = run_scenario(scenario, out=out, as_json=True, check_invariants=True)
         self.start = run.timeline.start
-        self.crashes = run.crashes
         self.records: list[Record] = [json.loads(line) for line in out.getvalue().splitlines()]
 
     def of(self, event: str, **match: Any) -> list[Record]:
