@@ -2,5 +2,6 @@
 and are only imported here so every test module can use them."""
 
 from tests.fixtures_prometheus import prometheus_binary
+from tests.fixtures_rehearsal import rehearsal
 
-__all__ = ["prometheus_binary"]
+__all__ = ["prometheus_binary", "rehearsal"]

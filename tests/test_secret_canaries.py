@@ -21,19 +21,19 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
 
+from rpp.adapters.redaction import MASK
 from rpp.sim.cloud_api import CloudApi
 from rpp.sim.faults import EchoingRefusal
 from rpp.sim.localhttp import serve_local
 from rpp.sim.proxy import ProxyApp, route_by_host
 from tests.controller_kit import GPU, IMAGE, manifest
+from tests.fixtures_rehearsal import NS, Rehearsal
 from tests.kmock_strict import CONFIG_MAPS, POOLS, SECRETS, StrictKubernetesEmulator
-from tests.test_controller_process import NS, Rehearsal
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
@@ -44,7 +44,6 @@ CANARIES = {
     "DB_PASSWORD": 'canary-db-pa"ss\\wörd-9931',
 }
 NEW_IMAGE = "ghcr.io/example/inference:1.5.0"
-MASK = "[redacted]"
 
 
 def spellings(secret: str) -> set[str]:
@@ -60,15 +59,6 @@ def spellings(secret: str) -> set[str]:
 def leaks(text: str) -> list[str]:
     secrets = [API_KEY, *CANARIES.values()]
     return [form for secret in secrets for form in spellings(secret) if form in text]
-
-
-@pytest.fixture
-async def rehearsal(kmock: StrictKubernetesEmulator, tmp_path: Path) -> Any:
-    r = Rehearsal(kmock, tmp_path)
-    yield r
-    if r.process is not None and r.process.returncode is None:
-        r.process.kill()
-        await r.process.wait()
 
 
 def seed(rehearsal: Rehearsal) -> None:
