@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from rpp.adapters.clock import Clock
+from rpp.model.status import PoolStatus
 from rpp.sim.world import World
 
 ROOT = Path(__file__).parents[1]
@@ -53,6 +54,17 @@ def world(clock: Clock, *pools: dict[str, Any], **kwargs: Any) -> World:
     for pool in pools or (manifest(),):
         w.setup_pool(pool, default_image=IMAGE)
     return w
+
+
+def status(w: World, pool: str = "inference") -> PoolStatus:
+    """`pool`'s status as stored in the world's Kubernetes (empty before the first write)."""
+    return PoolStatus.from_stored(w.kube.pool(pool).get("status") or {})
+
+
+def raised(s: PoolStatus, type_: str) -> str | None:
+    """The message of condition `type_` while it is True; None while it is not raised."""
+    cond = s.condition(type_)
+    return cond.message if cond is not None and cond.status == "True" else None
 
 
 def creates(w: World) -> list[str]:

@@ -14,20 +14,15 @@ from rpp.adapters.kube.api import KubeApi
 from rpp.controller.leader import LeaderElector
 from rpp.controller.reconcile import PoolResult
 from rpp.controller.reconcile_failed import RECONCILE_FAILED
-from rpp.model.status import PoolStatus
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from tests.controller_kit import GPU, IMAGE, Partitionable, manifest, world
+from tests.controller_kit import GPU, IMAGE, Partitionable, manifest, status, world
 
 T = TypeVar("T")
 
 
 def virtual(body: Callable[[VirtualClock], Awaitable[T]]) -> T:
     return run_virtual(body)
-
-
-def status(w: World, pool: str) -> PoolStatus:
-    return PoolStatus.from_stored(w.kube.pool(pool).get("status") or {})
 
 
 def break_pool(w: World, pool: str, *, how: str) -> dict[str, bool]:

@@ -19,7 +19,7 @@ from rpp.model.status import PoolStatus
 from rpp.sim.faults import Timeout
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from tests.controller_kit import Partitionable, creates, manifest, world
+from tests.controller_kit import Partitionable, creates, manifest, status, world
 
 T = TypeVar("T")
 
@@ -58,10 +58,6 @@ class Replica:
 
 def virtual(body: Callable[[VirtualClock], Awaitable[T]]) -> T:
     return run_virtual(body)
-
-
-def status(w: World) -> PoolStatus:
-    return PoolStatus.from_stored(w.kube.pool("inference").get("status") or {})
 
 
 def test_the_leader_killed_mid_create_the_standby_takes_over_without_a_second_create() -> None:

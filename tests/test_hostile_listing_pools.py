@@ -19,11 +19,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from rpp.model.status import PoolStatus
 from rpp.sim import faults
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from tests.controller_kit import GPU, manifest, world
+from tests.controller_kit import GPU, manifest, raised, status, world
 
 T = TypeVar("T")
 UNREADABLE = "runpod_pool_runpod_unreadable_pods"
@@ -31,10 +30,6 @@ UNREADABLE = "runpod_pool_runpod_unreadable_pods"
 
 def virtual(body: Callable[[VirtualClock], Awaitable[T]]) -> T:
     return run_virtual(body)
-
-
-def status(w: World, pool: str) -> PoolStatus:
-    return PoolStatus.from_stored(w.kube.pool(pool).get("status") or {})
 
 
 async def settle(w: World, *, ready: int, limit: int = 30) -> None:
@@ -45,11 +40,6 @@ async def settle(w: World, *, ready: int, limit: int = 30) -> None:
             return
         await asyncio.sleep(30)
     raise AssertionError("the pools never settled")
-
-
-def raised(w: World, pool: str, type_: str) -> str | None:
-    cond = status(w, pool).condition(type_)
-    return cond.message if cond is not None and cond.status == "True" else None
 
 
 def test_a_foreign_pod_with_odd_fields_stops_no_pool_and_is_counted() -> None:
@@ -65,8 +55,8 @@ def test_a_foreign_pod_with_odd_fields_stops_no_pool_and_is_counted() -> None:
         await settle(w, ready=2)
 
         for pool in ("inference", "batch"):
-            assert raised(w, pool, "NotActing") is None
-            assert raised(w, pool, "UnreadablePods") is None
+            assert raised(status(w, pool), "NotActing") is None
+            assert raised(status(w, pool), "UnreadablePods") is None
             assert len(status(w, pool).members) == 2
         assert w.controller.registry.get_sample_value(UNREADABLE) == 1
         await w.close()
@@ -96,7 +86,7 @@ def test_an_owned_pod_with_odd_fields_is_held_and_reported_and_the_other_pool_ca
         assert was is not None
         assert held.phase == was.phase == "Ready", "no transition on a pod that does not read"
         assert held.cost_per_hr == was.cost_per_hr, "the record keeps its facts"
-        message = raised(w, "inference", "UnreadablePods")
+        message = raised(status(w, "inference"), "UnreadablePods")
         assert message is not None
         assert odd in message
         assert "'HIBERNATING' is not a status this controller knows" in message
@@ -104,7 +94,7 @@ def test_an_owned_pod_with_odd_fields_is_held_and_reported_and_the_other_pool_ca
         assert any(e["reason"] == "UnreadablePods" for e in w.kube.events)
         touched = [c for c in w.cloud.calls if odd in c.path]
         assert touched == [], "nothing is sent about a pod whose answer does not read"
-        assert raised(w, "batch", "UnreadablePods") is None
+        assert raised(status(w, "batch"), "UnreadablePods") is None
         assert status(w, "batch").ready == 2
 
         w.cloud.faults.clear("listPods")
@@ -128,7 +118,7 @@ def test_a_listing_that_does_not_read_at_all_is_runpod_unavailable_for_every_poo
         assert sorted(r.pool for r in results) == ["batch", "inference"]
         assert all(r.written for r in results)
         for pool in ("inference", "batch"):
-            message = raised(w, pool, "NotActing")
+            message = raised(status(w, pool), "NotActing")
             assert message is not None
             assert "nests deeper than a JSON reader follows" in message
             assert status(w, pool).condition("NotActing").reason == "RunPodUnavailable"  # type: ignore[union-attr]

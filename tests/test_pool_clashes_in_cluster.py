@@ -16,19 +16,13 @@ import asyncio
 
 from rpp.model.clashes import Stored, held_back
 from rpp.model.spec_load import load_pool
-from rpp.model.status import PoolStatus
 from rpp.sim.virtual_time import VirtualClock, run_virtual
 from rpp.sim.world import World
-from tests.controller_kit import manifest, world
-
-
-def status(w: World, pool: str) -> PoolStatus:
-    return PoolStatus.from_stored(w.kube.pool(pool).get("status") or {})
+from tests.controller_kit import manifest, raised, status, world
 
 
 def invalid(w: World, pool: str) -> str | None:
-    cond = status(w, pool).condition("InvalidSpec")
-    return cond.message if cond is not None and cond.status == "True" else None
+    return raised(status(w, pool), "InvalidSpec")
 
 
 async def loops(w: World, count: int) -> None:

@@ -24,16 +24,11 @@ from rpp.model.records import CreateAttempt
 from rpp.model.status import PoolStatus
 from rpp.sim.kube_memory import MemoryKubeApi
 from rpp.sim.virtual_time import VirtualClock, run_virtual
-from tests.controller_kit import Partitionable, manifest, world
-from tests.test_controller_replicas import Replica, status
+from tests.controller_kit import Partitionable, manifest, raised, status, world
+from tests.test_controller_replicas import Replica
 
 COND = "SecondController"
 T0 = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
-
-
-def raised(s: PoolStatus) -> str | None:
-    cond = s.condition(COND)
-    return cond.message if cond is not None and cond.status == "True" else None
 
 
 def test_two_controllers_on_their_own_leases_are_seen_named_and_told() -> None:
@@ -46,7 +41,7 @@ def test_two_controllers_on_their_own_leases_are_seen_named_and_told() -> None:
 
         assert a.acted
         assert b.acted
-        message = raised(status(w))
+        message = raised(status(w), COND)
         assert message is not None
         assert "written by a after this controller (b)" in message or (
             "written by b after this controller (a)" in message
@@ -90,7 +85,7 @@ def test_two_controllers_acting_at_once_never_make_two_pods_with_one_name() -> N
         assert len(set(names)) == len(names)
         makers = {name.removeprefix("rpp-inference-")[:TAG_LENGTH] for name in names}
         assert makers == {writer_tag("a"), writer_tag("b")}  # both created, each its own names
-        assert raised(status(w)) is not None
+        assert raised(status(w), COND) is not None
         await a.kill()
         await b.kill()
         await w.close()
@@ -112,7 +107,7 @@ def test_the_standby_taking_over_one_lease_is_not_a_second_controller() -> None:
         assert a.acted
         assert b.reconciled
         assert status(w).writer == "b"
-        seen = [s for r in (a, b) for s in r.statuses if raised(s)]
+        seen = [s for r in (a, b) for s in r.statuses if raised(s, COND)]
         assert seen == []
         assert not any(e["reason"] == COND for e in w.kube.events)
         await a.kill()
