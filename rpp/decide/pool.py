@@ -124,7 +124,9 @@ def decide(
     loop.held = unreadable.held(loop.owned)
     unreadable.report(conds, loop.owned)
     blockers, wired_now = _blockers(loop)
-    rebuilt = rebuild.needed(status=conds.status, unreadable=status_unreadable, wired=wired_now)
+    # The stored status, not conds.status: this loop's conditions (UnreadablePods,
+    # SecondController) already make the new one look non-empty.
+    rebuilt = rebuild.needed(status=status, unreadable=status_unreadable, wired=wired_now)
     for found in find_new_members(status=conds.status, owned=loop.owned, wired=wired_now, now=now):
         conds.status = conds.status.with_member(found.record).with_history(
             HistoryEntry(

@@ -14,6 +14,7 @@ import json
 from rpp.controller.pool_writes import OLD_STATUS_ANNOTATION
 from rpp.model.spec import API_GROUP
 from rpp.model.status import PoolStatus
+from rpp.sim import faults
 from tests.stories.test_replacement import healthy_pool, ready_pods
 from tests.stories.world_kit import Story, story
 
@@ -67,6 +68,29 @@ def test_an_empty_status_while_nginx_serves_pods_is_rebuilt() -> None:
         assert [e for e in s.world.kube.events if e["reason"] == "StatusRebuilt"]
         annotations = s.world.kube.pool(s.name)["metadata"].get("annotations") or {}
         assert f"{API_GROUP}/{OLD_STATUS_ANNOTATION}" not in annotations, "nothing to keep"
+
+    story(body)
+
+
+def test_an_empty_status_is_rebuilt_while_runpods_answer_for_a_pool_pod_reads_oddly() -> None:
+    async def body(s: Story) -> None:
+        before = await healthy_pool(s)
+        odd = sorted(ready_pods(before))[0]
+        s.world.cloud.faults.always(
+            "listPods", faults.OddFields(set={"gpu.count": "two"}, pods=(odd,))
+        )
+        await s.set_status({})
+        mark = len(s.results)
+        await s.loops(1)
+        rebuilt = s.status()
+        assert {m.pod_id: m.slot for m in rebuilt.members} == {
+            m.pod_id: m.slot for m in before.members
+        }
+        assert actions(s, mark) == []
+        assert [e for e in s.world.kube.events if e["reason"] == "StatusRebuilt"]
+        unreadable = rebuilt.condition("UnreadablePods")
+        assert unreadable is not None
+        assert unreadable.status == "True"
 
     story(body)
 
