@@ -40,7 +40,7 @@ from typing import Any
 import recording
 import yaml
 
-from rpp.decide.nginx_slots import render_for
+from rpp.decide.nginx_slots import RenderedSlots, render_for
 from rpp.decide.ownership import PodListing
 from rpp.decide.pool import decide
 from rpp.machines.member_step import new_member
@@ -72,12 +72,14 @@ GOAL_GROWTH = 11.0  # 1,000 members against 100
 
 @dataclass
 class PoolInputs:
-    """One pool's decide arguments; `status` is what the previous loop returned."""
+    """One pool's decide arguments; `status` and `slots` are what the previous loop
+    returned (the controller keeps the slots render per pool, and so does this)."""
 
     name: str
     spec: RunPodPoolSpec
     status: PoolStatus
     obs: PoolObservation
+    slots: RenderedSlots | None = None
 
 
 def manifest(name: str) -> dict[str, Any]:
@@ -151,7 +153,7 @@ def fleet(members: int) -> list[PoolInputs]:
             prometheus=PrometheusReading(
                 per_pod={p.id: PodMetrics(latency_s=0.25, error_ratio=0.0) for p in pods}
             ),
-            slots=dict(slots.data),
+            slots=dict(slots.write.data),
             secret=SecretState(configured=True),
             pool=PoolObject(finalizer=True),
         )
@@ -175,6 +177,7 @@ def one_loop(fleet: list[PoolInputs], *, now: dt.datetime, check: bool = True) -
             obs=dataclasses.replace(pool.obs, pods=listing),
             now=now,
             proxy_url=DEFAULT_URL_PATTERN,
+            last_slots=pool.slots,
         )
         decision.status.stored()
         if check and (decision.effects or decision.transitions):
@@ -182,6 +185,7 @@ def one_loop(fleet: list[PoolInputs], *, now: dt.datetime, check: bool = True) -
                 f"{pool.name} is not quiet: {decision.effects} {decision.transitions}"
             )
         pool.status = decision.status
+        pool.slots = decision.slots
 
 
 def measure(members: int, *, loops: int) -> float:

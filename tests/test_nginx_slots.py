@@ -3,6 +3,7 @@ traffic through the slots to pods addressed by RunPod's proxy Host header."""
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -15,13 +16,18 @@ import yaml
 
 from rpp.adapters.nginx import SlotFiles
 from rpp.decide.nginx_slots import (
+    RenderedSlots,
     SlotsFormatError,
     SlotTarget,
+    render_for,
     render_slots,
+    slots_effect,
     upstream_name,
     wired_pods,
 )
-from rpp.model.proxy_hosts import proxy_host
+from rpp.model.effects import WriteSlots
+from rpp.model.members import MemberRecord, Phase
+from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN, proxy_host
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.spec_load import load_spec
 from tests.nginx_runner import (
@@ -133,6 +139,66 @@ def test_hand_edited_slot_index_is_an_error_not_an_empty_pool() -> None:
         wired_pods({"slots.json": "[1, 2]"})
     assert wired_pods(None) == {}
     assert wired_pods({}) == {}
+
+
+def wired(*slots: tuple[int, str]) -> list[MemberRecord]:
+    since = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    return [
+        MemberRecord(
+            pod_id=pod, name=f"rpp-inference-{pod}", phase=Phase.READY, since=since, slot=port
+        )
+        for port, pod in slots
+    ]
+
+
+def test_a_render_is_reused_only_when_spec_proxy_and_wired_members_are_unchanged() -> None:
+    members = wired((8081, "aaaaaaaa111111"), (8082, "bbbbbbbb222222"))
+    last = render_for(pool="inference", spec=SPEC, members=members, proxy_url=DEFAULT_URL_PATTERN)
+
+    for spec in (SPEC, pool_spec()):  # the same spec, or an equal one loaded again
+        again = render_for(
+            pool="inference", spec=spec, members=members, proxy_url=DEFAULT_URL_PATTERN, last=last
+        )
+        assert again is last
+    changes = {
+        "a member left": (SPEC, wired((8081, "aaaaaaaa111111")), DEFAULT_URL_PATTERN),
+        "readTimeout": (pool_spec(readTimeout="300s"), members, DEFAULT_URL_PATTERN),
+        "proxy URL": (SPEC, members, "http://127.0.0.1:9000"),
+    }
+    for what, (spec, now_wired, proxy_url) in changes.items():
+        changed = render_for(
+            pool="inference", spec=spec, members=now_wired, proxy_url=proxy_url, last=last
+        )
+        fresh = render_for(pool="inference", spec=spec, members=now_wired, proxy_url=proxy_url)
+        assert changed.write == fresh.write, what
+        assert changed.write.data != last.write.data, what
+
+
+def test_the_slots_are_written_only_when_the_configmap_differs_from_the_render() -> None:
+    members = wired((8081, "aaaaaaaa111111"))
+
+    def effect(
+        observed: dict[str, str] | None, last: RenderedSlots | None = None
+    ) -> tuple[WriteSlots | None, RenderedSlots]:
+        return slots_effect(
+            pool="inference",
+            spec=SPEC,
+            members=members,
+            observed=observed,
+            proxy_url=DEFAULT_URL_PATTERN,
+            last=last,
+        )
+
+    created, rendered = effect(None)
+    assert created is not None
+    assert created.create, "no ConfigMap yet: it is created"
+    unchanged, again = effect(dict(created.data), rendered)
+    assert unchanged is None
+    assert again is rendered
+    stale, _ = effect({"slots.json": "{}\n"}, rendered)
+    assert stale is not None
+    assert not stale.create
+    assert stale.data == rendered.write.data
 
 
 def test_proxy_url_override_keeps_the_runpod_host_header() -> None:

@@ -47,6 +47,7 @@ from rpp.controller.pool_writes import PoolWrites, Redecide
 from rpp.controller.writers import Writers
 from rpp.decide import fold, intents
 from rpp.decide.conditions import Cond, Conditions
+from rpp.decide.nginx_slots import RenderedSlots
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
 from rpp.model.clashes import REASON as CLASH
@@ -125,6 +126,8 @@ class PoolReconciler:
         self.writes = PoolWrites(kube=kube, group=group, writers=self.writers)
         # Per pool, the last object loaded and its Pool: the spec rarely changes.
         self._loaded: dict[str, tuple[tuple[Any, ...], Pool]] = {}
+        # Per pool, its last slots render, handed back to decide: they rarely change.
+        self._slots: dict[str, RenderedSlots | None] = {}
 
     async def reconcile(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
         name = str(obj.get("metadata", {}).get("name", "?"))
@@ -180,7 +183,9 @@ class PoolReconciler:
             now=now,
             proxy_url=self.proxy_url,
             status_unreadable=status_unreadable,
+            last_slots=self._slots.get(name),
         )
+        self._slots[name] = decision.slots
         for note in decision.log:
             log.info("%s", note.text, extra=fields(pod=note.pod, effect=note.effect))
         if decision.rebuilt is not None and obj.get("status"):
@@ -237,6 +242,7 @@ class PoolReconciler:
         self.writers.forget(name)
         self.writes.forget(name)
         self._loaded.pop(name, None)
+        self._slots.pop(name, None)
         if self.metrics is not None:
             self.metrics.forget(name)
 
@@ -379,7 +385,9 @@ class PoolReconciler:
             obs=obs,
             now=now,
             proxy_url=self.proxy_url,
+            last_slots=self._slots.get(pool.name),
         )
+        self._slots[pool.name] = decision.slots
         if pool.spec.mode is Mode.MANAGE and any(e.action != "event" for e in decision.effects):
             return None
         return decision.status

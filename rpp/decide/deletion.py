@@ -77,8 +77,13 @@ def step(loop: LoopState) -> None:
     kept = _drive_out(loop)
     conds.status = conds.status.replace(members=tuple(kept))
     if obs.slots is not None and not obs.slots_error:
-        write = slots_effect(
-            pool=loop.pool, spec=spec, members=kept, observed=obs.slots, proxy_url=loop.proxy_url
+        write, loop.slots = slots_effect(
+            pool=loop.pool,
+            spec=spec,
+            members=kept,
+            observed=obs.slots,
+            proxy_url=loop.proxy_url,
+            last=loop.slots,
         )
         if write is not None:  # nginx stops sending to the pool's pods first
             loop.effects.insert(0, write)

@@ -11,6 +11,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from rpp.decide.conditions import Conditions
+from rpp.decide.nginx_slots import RenderedSlots
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSettings, MemberSignals
 from rpp.model.effects import Effect, RecordEvent, Unwire, Wire
@@ -70,6 +71,7 @@ class LoopState:
     effects: list[Effect] = field(default_factory=list)
     log: list[Note] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)
+    slots: RenderedSlots | None = None  # the last slots render: the caller's, then this loop's
     _pods: tuple[tuple[RunPodPod, ...] | None, dict[str, RunPodPod]] = field(
         default=(None, {}), repr=False
     )

@@ -221,10 +221,30 @@ def slot_targets(spec: RunPodPoolSpec, members: Sequence[MemberRecord]) -> dict[
     }
 
 
+@dataclass(frozen=True)
+class RenderedSlots:
+    """One render of a pool's slots and what it was rendered from.
+
+    Every loop renders the slots to compare them with the ConfigMap, and they rarely
+    change, so the caller (rpp/controller/reconcile.py, per pool) keeps the last one and
+    passes it back: a render from an equal spec, proxy URL and wired members is the
+    render, and is reused. Decide keeps nothing between calls.
+    """
+
+    spec: RunPodPoolSpec
+    key: tuple[object, ...]  # the proxy URL and the wired members, as plain tuples
+    write: WriteSlots
+
+
 def render_for(
-    *, pool: str, spec: RunPodPoolSpec, members: Sequence[MemberRecord], proxy_url: str
-) -> WriteSlots:
-    # What the render depends on besides the spec, as plain tuples (cheap to compare).
+    *,
+    pool: str,
+    spec: RunPodPoolSpec,
+    members: Sequence[MemberRecord],
+    proxy_url: str,
+    last: RenderedSlots | None = None,
+) -> RenderedSlots:
+    """The slots the members give, reusing `last` when it was rendered from the same."""
     key = (
         proxy_url,
         *(
@@ -233,27 +253,16 @@ def render_for(
             if m.slot is not None and m.phase != Phase.GONE
         ),
     )
-    last = _rendered.get(pool)
-    if last is not None and last[0] is spec and last[1] == key:
-        return last[2]
+    # The key first: it is cheap, and a changed member is the common miss.
+    if last is not None and last.key == key and last.spec == spec:
+        return last
     targets = slot_targets(spec, members)
     data = render_slots(pool=pool, spec=spec, slots=targets, proxy_url=proxy_url)
     write = WriteSlots(
         slots=tuple(sorted((port, t.pod_id) for port, t in targets.items())),
         data=tuple(sorted(data.items())),
     )
-    if len(_rendered) >= RENDERS_KEPT:
-        _rendered.clear()
-    _rendered[pool] = (spec, key, write)
-    return write
-
-
-# Per pool, its last render and what it was rendered from: every loop renders the slots
-# to compare them with the ConfigMap, and they rarely change. Reused only for the very
-# same spec object (the reconciler keeps one per pool until the spec changes; held here,
-# so it is never another's) and equal targets, so the answer is the render's, always.
-_rendered: dict[str, tuple[RunPodPoolSpec, tuple[object, ...], WriteSlots]] = {}
-RENDERS_KEPT = 4096
+    return RenderedSlots(spec, key, write)
 
 
 def slots_effect(
@@ -263,14 +272,17 @@ def slots_effect(
     members: Sequence[MemberRecord],
     observed: Mapping[str, str] | None,
     proxy_url: str,
-) -> WriteSlots | None:
-    """The write that makes the ConfigMap match the members, or None when it does."""
-    write = render_for(pool=pool, spec=spec, members=members, proxy_url=proxy_url)
+    last: RenderedSlots | None = None,
+) -> tuple[WriteSlots | None, RenderedSlots]:
+    """The write that makes the ConfigMap match the members (None when it does), and
+    the render, for the caller to pass back as `last` next loop."""
+    rendered = render_for(pool=pool, spec=spec, members=members, proxy_url=proxy_url, last=last)
+    write = rendered.write
     if observed is not None and dict(observed) == dict(write.data):
-        return None
+        return None, rendered
     if observed is None:
-        return WriteSlots(slots=write.slots, data=write.data, create=True)
-    return write
+        return WriteSlots(slots=write.slots, data=write.data, create=True), rendered
+    return write, rendered
 
 
 def _upstream(name: str, *, wired: Sequence[int], first: int) -> str:

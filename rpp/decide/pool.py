@@ -49,6 +49,7 @@ from rpp.decide.health import PoolHealth
 from rpp.decide.loop_state import LoopState, Note, Transition, settings_for
 from rpp.decide.membership import find_new_members
 from rpp.decide.nginx_slots import (
+    RenderedSlots,
     SlotsFormatError,
     slot_ports,
     slots_effect,
@@ -84,6 +85,7 @@ class Decision:
     log: tuple[Note, ...] = ()
     transitions: tuple[Transition, ...] = ()
     rebuilt: str | None = None  # why this loop rebuilt the status from ground truth
+    slots: RenderedSlots | None = None  # pass back as the next loop's `last_slots`
 
 
 def decide(
@@ -96,15 +98,17 @@ def decide(
     now: dt.datetime,
     proxy_url: str = DEFAULT_PROXY_URL,
     status_unreadable: str | None = None,
+    last_slots: RenderedSlots | None = None,
 ) -> Decision:
     """One loop of one pool; see the module docstring for the steps and the modes.
 
     `status_unreadable`: the stored status could not be read (why); `status` is then
-    empty and this loop rebuilds it (rpp/decide/rebuild.py)."""
+    empty and this loop rebuilds it (rpp/decide/rebuild.py). `last_slots`: the
+    previous Decision's `slots`, reused when the slots did not change."""
     conds = Conditions(status, now=now, generation=generation)
     conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
     second_controller.report(conds, obs.other_controller, now=now)
-    loop = LoopState(pool, spec, obs, now, conds, proxy_url, settings_for(spec))
+    loop = LoopState(pool, spec, obs, now, conds, proxy_url, settings_for(spec), slots=last_slots)
     if obs.pool.deleting_since is not None:
         deletion.step(loop)
         return _finish(loop, generation=generation, desired=0)
@@ -179,8 +183,13 @@ def decide(
     shrunk = create is None and steps.scale_down(loop, planned, desired)
     wants_create = wish is not None or shrunk
     release.roll(loop, planned, wants_create=wants_create, pool_wide=health.pool_wide)
-    write = slots_effect(
-        pool=pool, spec=spec, members=planned, observed=obs.slots, proxy_url=proxy_url
+    write, loop.slots = slots_effect(
+        pool=pool,
+        spec=spec,
+        members=planned,
+        observed=obs.slots,
+        proxy_url=proxy_url,
+        last=loop.slots,
     )
     if write is not None:
         loop.effects.append(write)
@@ -335,6 +344,7 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
         effects=tuple(effects),
         log=tuple(loop.log),
         transitions=tuple(loop.transitions),
+        slots=loop.slots,
     )
 
 
