@@ -148,7 +148,7 @@ def scale_down_victim(members: Sequence[MemberRecord], *, desired: int) -> Membe
     ):
         return None
     serving = serving_count(members)
-    replaced = {m.replacement_for for m in members if m.replacement_for and m.phase != Phase.GONE}
+    replaced = surge_first.being_replaced(members)
     flagged = sorted(
         (m for m in members if m.phase == Phase.FLAGGED),
         key=lambda m: (m.slot is not None, m.since, m.pod_id),

@@ -10,7 +10,7 @@ with a condition when it cannot act.
 
 from __future__ import annotations
 
-from rpp.decide import autoscale, capacity, intents, release
+from rpp.decide import autoscale, capacity, intents, release, surge_first
 from rpp.decide.conditions import Cond
 from rpp.decide.loop_state import LoopState
 from rpp.machines import member_step
@@ -158,8 +158,9 @@ def terminate_first(
     why = _create_blocked(loop)
     if why is None:
         return
-    replaced = {m.replacement_for for m in planned if m.replacement_for and m.phase != Phase.GONE}
-    replaced |= intents.pending_replacements(loop.conds.status)
+    replaced = surge_first.being_replaced(
+        planned, covered=intents.pending_replacements(loop.conds.status)
+    )
     for victim in [m for m in planned if m.phase == Phase.FLAGGED and m.slot is None]:
         if victim.pod_id in replaced:
             continue

@@ -22,7 +22,7 @@ A scale-down never takes a warming replacement (rpp/decide/capacity.py).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rpp.decide.loop_state import LoopState
 from rpp.machines import member_step
@@ -33,6 +33,15 @@ from rpp.model.observations import RunPodPod
 from rpp.model.status import PoolStatus
 
 
+def being_replaced(
+    members: Iterable[MemberRecord], *, covered: Iterable[str] = ()
+) -> frozenset[str]:
+    """The members whose replacement is on its way: a member (not Gone) made to replace
+    them, or a create for them in `covered` (written down, not settled yet)."""
+    live = {m.replacement_for for m in members if m.replacement_for and m.phase != Phase.GONE}
+    return frozenset(live.union(covered))
+
+
 def next_to_replace(
     members: Sequence[MemberRecord], *, pool_wide: bool, covered: frozenset[str] = frozenset()
 ) -> MemberRecord | None:
@@ -41,8 +50,7 @@ def next_to_replace(
     `covered`: members whose replacement create is written down and not settled yet."""
     if pool_wide:
         return None
-    live = {m.replacement_for for m in members if m.replacement_for and m.phase != Phase.GONE}
-    live |= covered
+    live = being_replaced(members, covered=covered)
     for m in sorted(members, key=lambda m: (m.since, m.pod_id)):
         if m.phase == Phase.FLAGGED and m.pod_id not in live:
             return m
