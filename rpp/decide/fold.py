@@ -52,7 +52,7 @@ def fold(
         effect = done.effect
         if isinstance(effect, (RecordEvent, Wire, Unwire)):
             continue
-        status = intents.done(status, done)
+        status = intents.done(status, done, now)
         if done.result is not Result.PLANNED:
             status = status.with_history(
                 HistoryEntry(

@@ -94,24 +94,12 @@ def write_ahead(status: PoolStatus, effects: Iterable[Effect], now: dt.datetime)
     return status
 
 
-def _key(effect: Effect) -> tuple[str, str] | None:
-    """The (action, pod or name) an effect's intent is about, as `Intent.key`."""
-    match effect:
-        case CreatePod():
-            return ("create", effect.name)
-        case TerminatePod():
-            return ("terminate", effect.pod_id)
-        case UpdatePod():
-            return ("update", effect.pod_id)
-    return None
-
-
-def done(status: PoolStatus, result: EffectResult) -> PoolStatus:
+def done(status: PoolStatus, result: EffectResult, now: dt.datetime) -> PoolStatus:
     """Fold: the intent of an effect whose outcome is now known is removed."""
-    key = _key(result.effect)
-    if key is None or result.result is Result.PLANNED:
+    if result.result is Result.PLANNED:
         return status
-    return status.without_intent(*key)
+    intent = intent_for(result.effect, now)
+    return status if intent is None else status.without_intent(*intent.key)
 
 
 @dataclass
@@ -209,12 +197,6 @@ def _note(out: Settled, now: dt.datetime, intent: Intent, text: str) -> None:
 def pending_replacements(status: PoolStatus) -> frozenset[str]:
     """Members whose replacement is written down and not settled yet: covered."""
     return frozenset(i.replacement_for for i in status.pending_creates() if i.replacement_for)
-
-
-def pending_creates(status: PoolStatus) -> int:
-    """Creates written down and not settled yet, for the size or a replacement: each
-    may have made a pod that will serve."""
-    return len(status.pending_creates())
 
 
 def attempts_by_name(status: PoolStatus) -> Mapping[str, tuple[str, str | None]]:

@@ -174,7 +174,7 @@ def decide(
         desired=desired,
         pool_wide=health.pool_wide,
         covered=intents.pending_replacements(conds.status),
-        coming=intents.pending_creates(conds.status),
+        coming=len(conds.status.pending_creates()),
     )
     create = steps.create(loop, wish)
     if create is None:
