@@ -41,7 +41,7 @@ import recording
 import yaml
 
 from rpp.decide.nginx_slots import RenderedSlots, render_for
-from rpp.decide.ownership import PodListing
+from rpp.decide.ownership import IndexedPods
 from rpp.decide.pool import decide
 from rpp.machines.member_step import new_member
 from rpp.model.observations import (
@@ -167,7 +167,7 @@ def fleet(members: int) -> list[PoolInputs]:
 
 def one_loop(fleet: list[PoolInputs], *, now: dt.datetime, check: bool = True) -> None:
     # Each loop reads a new listing, indexed once for all pools, as the controller does.
-    listing = PodListing(fleet[0].obs.pods or ())
+    listing = IndexedPods(fleet[0].obs.pods or ())
     for pool in fleet:
         decision = decide(
             pool=pool.name,

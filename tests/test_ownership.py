@@ -1,7 +1,7 @@
 """Which pods a pool owns, found through the loop's indexed listing.
 
 The controller's loop reads one RunPod listing for every pool and indexes it once
-(`PodListing`); each pool then looks up its own pods instead of scanning the listing.
+(`IndexedPods`); each pool then looks up its own pods instead of scanning the listing.
 The index must find exactly what the ownership rule (`owns`) says, for any names:
 prefixes that are each other's prefix ("rpp-web-" and "rpp-web-2-"), suffixes with
 dashes or capitals, adopted ids, duplicate ids, terminated pods, unreadable pods that
@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpp.decide.ownership import (
-    PodListing,
+    IndexedPods,
     new_pod_name,
     owned_pods,
     owns,
@@ -111,7 +111,7 @@ def test_the_indexed_listing_finds_exactly_the_pods_the_rule_owns(
 ) -> None:
     resolved = spec(prefix, adopt)
     want = scanned(resolved, listing, members)
-    assert owned_pods(resolved, PodListing(listing), members=members) == want
+    assert owned_pods(resolved, IndexedPods(listing), members=members) == want
     assert owned_pods(resolved, listing, members=members) == want
 
 
@@ -123,7 +123,7 @@ def test_one_listing_serves_pools_whose_prefixes_nest() -> None:
         pod("d0000000", "rpp-web-x-1"),
         pod("e0000000", "hand-made"),
     )
-    listing = PodListing(given)
+    listing = IndexedPods(given)
     assert [p.id for p in owned_pods(spec("rpp-web-"), listing)] == ["a0000000"]
     assert [p.id for p in owned_pods(spec("rpp-web-2-"), listing)] == ["b0000000"]
     assert [p.id for p in owned_pods(spec("rpp-web-", adopt=("e0000000",)), listing)] == [
@@ -211,7 +211,7 @@ def test_every_name_a_controller_asks_for_is_new_and_owned_by_its_pool_alone(
             assert name[len(prefix) :].startswith(writer_tag(writer))
             made = pod("pod00001", name)
             # Owned by prefix, whoever made it; never by a pool whose prefix nests.
-            assert [p.name for p in owned_pods(mine, PodListing((made,)))] == [name]
+            assert [p.name for p in owned_pods(mine, IndexedPods((made,)))] == [name]
             assert [q for q, pool in pools.items() if owns_name(pool, name)] == [prefix]
     tags = {writer_tag(w) for w in writers}
     if len(tags) == len(writers):  # different tags: no name in common, even unrecorded

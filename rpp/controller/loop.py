@@ -38,7 +38,7 @@ from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
 from rpp.controller.reconcile_failed import ReconcileFailures
 from rpp.controller.watch import PoolWatch, generation, pool_name
-from rpp.decide.ownership import PodListing
+from rpp.decide.ownership import IndexedPods
 
 log = layer_logger("rpp.controller")
 
@@ -52,7 +52,7 @@ async def read_shared(runpod: RunPodClient) -> Shared:
     """
     try:
         # Indexed once, on first use, for every pool of this loop.
-        pods: tuple[Any, ...] | None = PodListing(await runpod.list_pods())
+        pods: tuple[Any, ...] | None = IndexedPods(await runpod.list_pods())
         error = None
     except answers.RunPodError as err:
         pods, error = None, str(err)

@@ -11,7 +11,7 @@ the pool's too (rpp/decide/second_controller.py reports that controller).
 The executor applies the same test again on a fresh read of a pod right before it
 deletes or updates it (the ownership safeguard), so the rule lives here once.
 
-The loop's listing is indexed once for every pool (`PodListing`): scanning the whole
+The loop's listing is indexed once for every pool (`IndexedPods`): scanning the whole
 listing for each pool cost pools x pods checks a loop (50,000 at 50 pools of 20).
 """
 
@@ -42,7 +42,7 @@ def owns(spec: RunPodPoolSpec, pod: RunPodPod) -> bool:
     return pod.id in spec.adopt or owns_name(spec, pod.name)
 
 
-class PodListing(tuple[RunPodPod, ...]):
+class IndexedPods(tuple[RunPodPod, ...]):
     """One loop's RunPod listing, indexed on first use for every pool that reads it.
 
     Still the tuple of pods in RunPod's order. The index groups them by name stem (the
@@ -92,14 +92,14 @@ def owned_pods(
     name in that answer; it stays the pool's when its id is one of `members`, so an odd
     answer never makes a member look gone.
 
-    Pass the loop's `PodListing` so its index serves every pool; any other iterable of
+    Pass the loop's `IndexedPods` so its index serves every pool; any other iterable of
     pods is indexed for this call.
     """
 
     def mine(pod: RunPodPod) -> bool:
         return owns(spec, pod) or (pod.unreadable is not None and pod.id in members)
 
-    listing = pods if isinstance(pods, PodListing) else PodListing(pods)
+    listing = pods if isinstance(pods, IndexedPods) else IndexedPods(pods)
     found = [
         (p.id, at, p)
         for at, p in listing.candidates(spec, members)
