@@ -59,8 +59,10 @@ def step(loop: LoopState) -> None:
         )
         return
     known = {m.pod_id for m in conds.status.members}
-    loop.owned = unreadable.with_known_facts(
-        owned_pods(spec, obs.pods, members=known), status=conds.status, spec=spec
+    loop.own(
+        unreadable.with_known_facts(
+            owned_pods(spec, obs.pods, members=known), status=conds.status, spec=spec
+        )
     )
     if conds.before.get(Cond.DELETION_BLOCKED.value) is None:
         pods = [*_named(conds.status.members), *_unknown_named(loop)]
@@ -176,7 +178,7 @@ def _leave_pods(loop: LoopState) -> None:
     spec, obs = loop.spec, loop.obs
     if obs.pods is not None:
         known = {m.pod_id for m in loop.conds.status.members}
-        loop.owned = owned_pods(spec, obs.pods, members=known)
+        loop.own(owned_pods(spec, obs.pods, members=known))
     pods = [*_named(loop.conds.status.members), *_unknown_named(loop)]
     kind: EventType
     if spec.mode is Mode.MANAGE:

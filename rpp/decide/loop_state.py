@@ -8,6 +8,7 @@ transitions to it (`Note`) and set conditions through it. Nothing here does I/O.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rpp.decide.conditions import Conditions
@@ -65,25 +66,31 @@ class LoopState:
     conds: Conditions
     proxy_url: str
     settings: MemberSettings
-    owned: tuple[RunPodPod, ...] = ()
     held: frozenset[str] = frozenset()  # owned pods RunPod's answer did not read
     unconfirmed: dict[str, str] = field(default_factory=dict)  # pod id -> intent action
     effects: list[Effect] = field(default_factory=list)
     log: list[Note] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)
     slots: RenderedSlots | None = None  # the last slots render: the caller's, then this loop's
-    _pods: tuple[tuple[RunPodPod, ...] | None, dict[str, RunPodPod]] = field(
-        default=(None, {}), repr=False
-    )
+    _owned: tuple[RunPodPod, ...] = field(default=(), init=False, repr=False)
+    _owned_by_id: dict[str, RunPodPod] = field(default_factory=dict, init=False, repr=False)
+
+    @property
+    def owned(self) -> tuple[RunPodPod, ...]:
+        """The pool's pods in this loop's listing, in its order (set through `own`)."""
+        return self._owned
+
+    def own(self, pods: Iterable[RunPodPod]) -> None:
+        """Take the pool's pods for this loop, and index them by id for `pod`: every
+        member and pool step looks its pod up, so the index is built here, once."""
+        self._owned = tuple(pods)
+        self._owned_by_id = {}
+        for p in self._owned:
+            self._owned_by_id.setdefault(p.id, p)
 
     def pod(self, pod_id: str) -> RunPodPod | None:
         """The owned pod with this id as RunPod listed it this loop (the first, if twice)."""
-        if self._pods[0] is not self.owned:  # indexed once per `owned`, not per lookup
-            by_id: dict[str, RunPodPod] = {}
-            for p in self.owned:
-                by_id.setdefault(p.id, p)
-            self._pods = (self.owned, by_id)
-        return self._pods[1].get(pod_id)
+        return self._owned_by_id.get(pod_id)
 
     def note(self, text: str, *, pod: str | None = None, effect: str | None = None) -> None:
         self.log.append(Note(text, pod=pod, effect=effect))

@@ -122,8 +122,10 @@ def decide(
         )
         return _finish(loop, generation=generation, desired=status.desired)
     known = {m.pod_id for m in status.members}
-    loop.owned = unreadable.with_known_facts(
-        owned_pods(spec, obs.pods, members=known), status=status, spec=spec
+    loop.own(
+        unreadable.with_known_facts(
+            owned_pods(spec, obs.pods, members=known), status=status, spec=spec
+        )
     )
     loop.held = unreadable.held(loop.owned)
     unreadable.report(conds, loop.owned)
