@@ -9,9 +9,10 @@ errors, empty or ambiguous results) must turn into `problems` lines, never excep
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -309,6 +310,29 @@ async def test_non_json_answer_is_a_problem_naming_the_status(http: httpx.AsyncC
         "latencyQuery: Prometheus answered HTTP 502 without a query result; "
         "RelativeLatency is off this loop",
     )
+
+
+def _answering(values: dict[str, str]) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """A stand-in Prometheus whose every instant query gives these values by pod."""
+    result = [{"metric": {"runpod_pod": pod}, "value": [1.0, v]} for pod, v in values.items()]
+    answer = {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send_bytes(send, 200, json.dumps(answer).encode(), content_type="application/json")
+
+    return app
+
+
+async def test_a_pods_nan_or_infinite_value_is_no_data_for_that_pod_alone(
+    http: httpx.AsyncClient,
+) -> None:
+    # rpp/decide/health.py sorts the latencies it is given: none may be NaN.
+    values = {"pod-a": "NaN", "pod-b": "+Inf", "pod-c": "-Inf", "pod-d": "0.2", "pod-e": "0.3"}
+    async with serve_local(_answering(values)) as port:
+        client = PrometheusClient(base_url=f"http://127.0.0.1:{port}", client=http)
+        reading = await client.read(queries(latency_query=LATENCY_Q))
+    assert {p: m.latency_s for p, m in reading.per_pod.items()} == {"pod-d": 0.2, "pod-e": 0.3}
+    assert reading.problems == ()
 
 
 async def test_prometheus_that_hangs_is_given_up_after_the_timeout(

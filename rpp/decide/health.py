@@ -211,15 +211,13 @@ def judge_pool(
         for pod, o in observations.items()
         if o.metrics is not None and o.metrics.latency_s is not None
     }
+    # Finite, so they sort: observe keeps no NaN or infinite value (rpp/observe/prometheus.py).
     ordered = sorted(latencies.values())
-    ordered_ok = all(v == v for v in ordered)  # NaN has no place in an order
     members = {
         pod: judge_member(
             thresholds=thresholds,
             observation=observation,
-            peer_latencies=_without(ordered, latencies.get(pod))
-            if ordered_ok
-            else [v for p, v in latencies.items() if p != pod],
+            peer_latencies=_without(ordered, latencies.get(pod)),
             breaches=breaches.get(pod, {}),
             now=now,
         )

@@ -112,7 +112,8 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class PodMetrics:
-    """Per-pod values from Prometheus for this loop; None means no data for that pod."""
+    """Per-pod values from Prometheus for this loop; None means no data for that pod.
+    Every value is finite: observe turns NaN and infinities into no data."""
 
     latency_s: float | None = None
     error_ratio: float | None = None
