@@ -7,12 +7,12 @@ right before it creates (rpp/act/create.py), so limits.maxHourlyCostUsd is a har
 - a pod costs what RunPod lists as its price; only a pod RunPod has not priced (a
   price that is NaN, infinite or negative is no price) counts at
   limits.estimatedPodCostUsd, never at zero;
-- one more pod costs its GPU type's catalog price (RunPod's list price per GPU, times
-  the GPU count). Decide does not read the catalog: it uses the prices the last create
-  read (status.catalogPrices), and the estimate for a GPU type never priced yet. Only
-  GPU types whose price fits under the cap stay candidates, so the highest price among
-  the candidates still open fits; act then checks each candidate against the fresh
-  catalog and tries none that would pass the cap.
+- one more pod costs its GPU type's catalog price (RunPod's list price per GPU; the
+  pool creates one-GPU pods). Decide does not read the catalog: it uses the prices the
+  last create read (status.catalogPrices), and the estimate for a GPU type never priced
+  yet. Only GPU types whose price fits under the cap stay candidates, so the highest
+  price among the candidates still open fits; act then checks each candidate against
+  the fresh catalog and tries none that would pass the cap.
 """
 
 from __future__ import annotations
@@ -102,9 +102,7 @@ class Candidates:
         )
 
 
-def candidates(
-    spec: RunPodPoolSpec, *, catalog: Mapping[str, float], room: float, gpu_count: int = 1
-) -> Candidates:
+def candidates(spec: RunPodPoolSpec, *, catalog: Mapping[str, float], room: float) -> Candidates:
     """The pool's GPU types whose price per pod fits in `room`, in gpuTypes order.
 
     `catalog` holds RunPod's list price per GPU; a type it does not price counts at the
@@ -114,12 +112,10 @@ def candidates(
     priced_out: list[tuple[str, float]] = []
     estimated: set[str] = set()
     for gpu_type in spec.gpu_types:
-        unit = known(catalog.get(gpu_type))
-        if unit is None:
+        price = known(catalog.get(gpu_type))
+        if price is None:
             estimated.add(gpu_type)
             price = spec.limits.estimated_pod_cost_usd
-        else:
-            price = unit * gpu_count
         prices[gpu_type] = price
         if fits(price, room):
             fitting.append(gpu_type)
