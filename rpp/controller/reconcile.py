@@ -347,7 +347,7 @@ class PoolReconciler:
             f"they are fixed: {listing}",
         )
         conds.status = conds.status.replace(observed_generation=generation)
-        conds.set_ready(mode=status.mode, deleting=bool(deleting))
+        conds.set_ready(mode=Mode(status.mode), deleting=bool(deleting))
         new_status = conds.status
         log.warning("invalid spec: %s", listing)
         for event in conds.events():

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 from enum import StrEnum
+from typing import assert_never
 
 from rpp.model.effects import EventType, RecordEvent
+from rpp.model.spec import Mode
 from rpp.model.status import PoolStatus
 
 
@@ -42,7 +44,7 @@ of ALL_CONDITIONS (and of runpod_pool_condition). `readiness` says when it is Tr
 _BLOCKING = (Cond.INVALID_SPEC.value, Cond.NOT_ACTING.value)
 
 
-def readiness(status: PoolStatus, *, mode: str, deleting: bool) -> tuple[bool, str, str]:
+def readiness(status: PoolStatus, *, mode: Mode, deleting: bool) -> tuple[bool, str, str]:
     """Ready, its reason and message (docs/operating.md#ready): the pool is not being
     deleted, no InvalidSpec or NotActing holds, and in Manage at least `desired` members
     are Ready and in nginx. DryRun and Observe create no pods, so there it means the
@@ -55,12 +57,18 @@ def readiness(status: PoolStatus, *, mode: str, deleting: bool) -> tuple[bool, s
         cond = status.condition(blocking)
         if cond is not None and cond.status == "True":
             return False, blocking, cond.message
-    if mode != "Manage":
-        doing = "plans" if mode == "DryRun" else "observes"
-        return True, mode, f"{mode}: the controller {doing} and creates no pods; {counted}"
-    if status.ready < status.desired:
-        return False, "PodsNotReady", counted
-    return True, "PodsReady", counted
+    match mode:
+        case Mode.MANAGE:
+            if status.ready < status.desired:
+                return False, "PodsNotReady", counted
+            return True, "PodsReady", counted
+        case Mode.DRY_RUN:
+            doing = "plans"
+        case Mode.OBSERVE:
+            doing = "observes"
+        case _:
+            assert_never(mode)
+    return True, mode.value, f"{mode.value}: the controller {doing} and creates no pods; {counted}"
 
 
 class Conditions:
@@ -87,7 +95,7 @@ class Conditions:
         if cond.value in self.before or self.status.condition(cond.value) is not None:
             self.set(cond, true=False, reason=reason, message=message)
 
-    def set_ready(self, *, mode: str, deleting: bool) -> None:
+    def set_ready(self, *, mode: Mode, deleting: bool) -> None:
         """Ready from this loop's status (set it last: it reads the others)."""
         ready, reason, message = readiness(self.status, mode=mode, deleting=deleting)
         self.status = self.status.with_condition(

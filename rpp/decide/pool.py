@@ -324,7 +324,7 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
         ready=sum(1 for m in members if m.phase == Phase.READY and m.slot is not None),
         cost_per_hour=prices.billed(loop.owned),
     )
-    conds.set_ready(mode=mode.value, deleting=loop.obs.pool.deleting_since is not None)
+    conds.set_ready(mode=mode, deleting=loop.obs.pool.deleting_since is not None)
     effects = [*loop.effects, *conds.events(), *_finalizer(loop)]
     actions = [e for e in effects if not isinstance(e, RecordEvent | Finalizer)]
     status = conds.status.with_plan(actions if mode is Mode.DRY_RUN else ()).pruned(loop.now)
