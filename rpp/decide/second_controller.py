@@ -40,8 +40,7 @@ def report(conds: Conditions, evidence: str | None, *, now: dt.datetime) -> None
         )
         return
     raised = conds.before.get(Cond.SECOND_CONTROLLER.value)
-    held = raised is not None and raised.status == "True"
-    if held and raised is not None and now - raised.last_transition_time < HOLD:
+    if raised is not None and raised.status == "True" and now - raised.last_transition_time < HOLD:
         return  # the other may write only now and then: keep it raised for a while
     conds.clear(
         Cond.SECOND_CONTROLLER,
