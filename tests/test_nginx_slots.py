@@ -151,7 +151,7 @@ def wired(*slots: tuple[int, str]) -> list[MemberRecord]:
     ]
 
 
-def test_a_render_is_reused_only_when_spec_proxy_and_wired_members_are_unchanged() -> None:
+def test_a_render_is_reused_only_for_the_same_pool_spec_proxy_and_wired_members() -> None:
     members = wired((8081, "aaaaaaaa111111"), (8082, "bbbbbbbb222222"))
     last = render_for(pool="inference", spec=SPEC, members=members, proxy_url=DEFAULT_URL_PATTERN)
 
@@ -161,15 +161,16 @@ def test_a_render_is_reused_only_when_spec_proxy_and_wired_members_are_unchanged
         )
         assert again is last
     changes = {
-        "a member left": (SPEC, wired((8081, "aaaaaaaa111111")), DEFAULT_URL_PATTERN),
-        "readTimeout": (pool_spec(readTimeout="300s"), members, DEFAULT_URL_PATTERN),
-        "proxy URL": (SPEC, members, "http://127.0.0.1:9000"),
+        "a member left": ("inference", SPEC, wired((8081, "aaaaaaaa111111")), DEFAULT_URL_PATTERN),
+        "readTimeout": ("inference", pool_spec(readTimeout="300s"), members, DEFAULT_URL_PATTERN),
+        "proxy URL": ("inference", SPEC, members, "http://127.0.0.1:9000"),
+        "another pool": ("batch", SPEC, members, DEFAULT_URL_PATTERN),
     }
-    for what, (spec, now_wired, proxy_url) in changes.items():
+    for what, (pool, spec, now_wired, proxy_url) in changes.items():
         changed = render_for(
-            pool="inference", spec=spec, members=now_wired, proxy_url=proxy_url, last=last
+            pool=pool, spec=spec, members=now_wired, proxy_url=proxy_url, last=last
         )
-        fresh = render_for(pool="inference", spec=spec, members=now_wired, proxy_url=proxy_url)
+        fresh = render_for(pool=pool, spec=spec, members=now_wired, proxy_url=proxy_url)
         assert changed.write == fresh.write, what
         assert changed.write.data != last.write.data, what
 

@@ -227,12 +227,12 @@ class RenderedSlots:
 
     Every loop renders the slots to compare them with the ConfigMap, and they rarely
     change, so the caller (rpp/controller/reconcile.py, per pool) keeps the last one and
-    passes it back: a render from an equal spec, proxy URL and wired members is the
-    render, and is reused. Decide keeps nothing between calls.
+    passes it back: a render for the same pool from an equal spec, proxy URL and wired
+    members is the render, and is reused. Decide keeps nothing between calls.
     """
 
     spec: RunPodPoolSpec
-    key: tuple[object, ...]  # the proxy URL and the wired members, as plain tuples
+    key: tuple[object, ...]  # the pool, proxy URL and wired members, as plain tuples
     write: WriteSlots
 
 
@@ -246,6 +246,7 @@ def render_for(
 ) -> RenderedSlots:
     """The slots the members give, reusing `last` when it was rendered from the same."""
     key = (
+        pool,
         proxy_url,
         *(
             (m.slot, m.pod_id, m.datacenter)
