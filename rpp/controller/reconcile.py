@@ -30,7 +30,6 @@ On 409 the pool is read again:
 from __future__ import annotations
 
 import copy
-import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -166,11 +165,9 @@ class PoolReconciler:
                 obj, status, problems or clashes, generation=generation, reason=reason
             )
         spec = pool.spec
-        obs, env = await self._observe(spec, status, shared, name)
-        other = self.writers.evidence(name, status)
-        if other is not None:
-            log.error("another controller acts on this pool: %s", other)
-        obs = dataclasses.replace(obs, pool=lifecycle, other_controller=other)
+        obs, env = await self._observe(
+            spec=spec, status=status, shared=shared, name=name, lifecycle=lifecycle
+        )
         # The decision's time is when its evidence is in: a probe that timed out took its
         # 10 s, and a phase's `since` must not predate the probes that moved it.
         now = self.clock.now()
@@ -276,8 +273,16 @@ class PoolReconciler:
         return held_back(Stored.from_object(pool, obj), others)
 
     async def _observe(
-        self, spec: RunPodPoolSpec, status: PoolStatus, shared: Shared, name: str
+        self,
+        *,
+        spec: RunPodPoolSpec,
+        status: PoolStatus,
+        shared: Shared,
+        name: str,
+        lifecycle: PoolObject,
     ) -> tuple[PoolObservation, Mapping[str, str]]:
+        """What decide is given about one pool (the loop's and a re-decide's alike: one
+        that missed another writer's mark would drop SecondController), and its env."""
         slots: Mapping[str, str] | None = None
         slots_error = None
         try:
@@ -306,6 +311,9 @@ class PoolReconciler:
         except Exception as err:  # a bug in a query path must not stop the pool
             log.exception("Prometheus read failed")
             reading = PrometheusReading(problems=(f"query failed: {err}",))
+        other = self.writers.evidence(name, status)
+        if other is not None:
+            log.error("another controller acts on this pool: %s", other)
         obs = PoolObservation(
             pods=shared.pods,
             runpod_error=shared.runpod_error,
@@ -317,6 +325,8 @@ class PoolReconciler:
             slots_error=slots_error,
             secret=secret.state,
             writer=self.writers.identity,
+            pool=lifecycle,
+            other_controller=other,
         )
         return obs, secret.env
 
@@ -372,9 +382,12 @@ class PoolReconciler:
             status = PoolStatus.from_stored(fresh.get("status") or {})
         except StatusFormatError:
             return None
-        obs, _env = await self._observe(pool.spec, status, shared, pool.name)
-        obs = dataclasses.replace(
-            obs, pool=PoolObject.from_object(fresh, finalizer=self.kube.settings.finalizer)
+        obs, _env = await self._observe(
+            spec=pool.spec,
+            status=status,
+            shared=shared,
+            name=pool.name,
+            lifecycle=PoolObject.from_object(fresh, finalizer=self.kube.settings.finalizer),
         )
         now = self.clock.now()
         decision = decide(

@@ -108,3 +108,36 @@ def test_a_status_the_api_server_pruned_is_read_back_not_remembered() -> None:
         assert s.status().ready == 2
 
     story(body)
+
+
+def test_a_re_decide_after_another_controllers_write_says_second_controller() -> None:
+    """The loop acted on nothing and its status write meets a 409: another controller
+    wrote the status since. The re-decide on the fresh pool must see that writer, as a
+    loop that read it would: SecondController raised, not the other's mark overwritten
+    by a status that says nothing of it."""
+
+    async def body(s: Story) -> None:
+        await healthy_pool(s)
+        kube = s.world.kube
+        original = kube.replace_pool_status
+        calls: list[int] = []
+
+        async def racing(
+            name: str, *, status: Mapping[str, Any], resource_version: str
+        ) -> dict[str, Any]:
+            calls.append(1)
+            if len(calls) == 1:
+                theirs = s.status().replace(writer="rpp-other_0000")
+                version = kube.pool(name)["metadata"]["resourceVersion"]
+                await original(name, status=theirs.stored(), resource_version=version)
+            return await original(name, status=status, resource_version=resource_version)
+
+        kube.replace_pool_status = racing  # type: ignore[method-assign]
+        await s.loops(1)
+        assert len(calls) == 2, "one conflict, then the re-decided status written"
+        cond = s.status().condition("SecondController")
+        assert cond is not None
+        assert cond.status == "True"
+        assert "written by rpp-other_0000 after this controller (simulator)" in cond.message
+
+    story(body)
