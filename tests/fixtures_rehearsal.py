@@ -23,14 +23,19 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from rpp.adapters.clock import SystemClock
 from rpp.sim.asgi_io import Reply, Request
 from rpp.sim.cloud import FakeCloud, FakePodInfo
 from rpp.sim.inference import FakeInferencePod
 from tests.controller_kit import GPU, IMAGE
-from tests.kmock_strict import CONFIG_MAPS, POOLS, SECRETS, StrictKubernetesEmulator
+from tests.kmock_strict import (
+    CONFIG_MAPS,
+    POOLS,
+    SECRETS,
+    StrictKubernetesEmulator,
+    write_kubeconfig,
+)
 
 NS = "runpod"
 API_KEY = "rp-test-SECRET-key-0123"
@@ -94,19 +99,7 @@ class Rehearsal:
         self.kmock.seed(SECRETS, NS, {"metadata": {"name": "inference-env"}, "data": data})
 
     async def start(self, runpod_url: str, *, api_key: str = API_KEY) -> None:
-        kubeconfig = self.tmp_path / "kubeconfig"
-        kubeconfig.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "c", "cluster": {"server": str(self.kmock.url)}}],
-                    "users": [{"name": "u", "user": {"token": "kube-token"}}],
-                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                    "current-context": "x",
-                }
-            )
-        )
+        kubeconfig = write_kubeconfig(self.tmp_path / "kubeconfig", server=str(self.kmock.url))
         env = {
             "PATH": os.environ.get("PATH", ""),
             "KUBECONFIG": str(kubeconfig),

@@ -27,10 +27,12 @@ import copy
 import datetime as dt
 import itertools
 import uuid
+from pathlib import Path
 from typing import Any
 
 import attrs
 import kmock
+import yaml
 
 # Where a test reaction can point: the same resource references the emulator indexes objects by.
 POOLS = kmock.resource("runpodpool.ownego.com", "v1alpha1", "runpodpools")
@@ -38,6 +40,21 @@ CONFIG_MAPS = kmock.resource("", "v1", "configmaps")
 SECRETS = kmock.resource("", "v1", "secrets")
 EVENTS = kmock.resource("", "v1", "events")
 LEASES = kmock.resource("coordination.k8s.io", "v1", "leases")
+
+
+def write_kubeconfig(path: Path, *, server: str, token: str = "kube-token") -> Path:
+    """A kubeconfig whose one context is the emulator at `server`: how a command run as a
+    subprocess finds it, as it would find a real cluster."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": {"token": token}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+        "current-context": "x",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
 
 
 def forbidden(verb: str, resource: str) -> kmock.KubernetesError:

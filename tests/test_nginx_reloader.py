@@ -12,7 +12,11 @@ examples/nginx.yaml grants exactly what it calls; the init container's mode.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import shutil
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +29,7 @@ from prometheus_client import CollectorRegistry
 from rpp.adapters.clock import SystemClock
 from rpp.adapters.kube.api import KubeSettings, Permission, reloader_permissions
 from rpp.adapters.kube.real import RealKubeApi
-from rpp.adapters.nginx import CURRENT, NO_SLOTS, NginxMaster, SlotFiles
+from rpp.adapters.nginx import CURRENT, FILES, NO_SLOTS, NginxMaster, SlotFiles
 from rpp.cli import main
 from rpp.controller.slots_reload import ReloaderMetrics, SlotsReloader
 from rpp.decide.nginx_slots import SlotTarget, render_slots, upstream_name
@@ -34,7 +38,7 @@ from rpp.model.spec_load import load_spec
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import serve_local
 from tests.fixtures_install import example, example_pool_spec, find
-from tests.kmock_strict import StrictKubernetesEmulator
+from tests.kmock_strict import StrictKubernetesEmulator, write_kubeconfig
 from tests.nginx_runner import RunningNginx, free_port, free_port_block, static_config
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
@@ -200,6 +204,72 @@ async def test_a_config_nginx_rejects_leaves_the_running_one_and_is_reported(
 def rejected_events(kmock: StrictKubernetesEmulator) -> list[dict[str, Any]]:
     events = [o.raw for o in kmock.objects.values() if o.raw.get("kind") == "Event"]
     return [e for e in events if e["reason"] == "NginxConfigRejected"]
+
+
+async def test_a_sidecar_whose_slot_writes_fail_logs_why_and_exits_1_to_be_restarted(
+    kmock: StrictKubernetesEmulator, tmp_path: Path
+) -> None:
+    """`rpp nginx-reloader` as a process: the slots volume goes bad under it, so writing
+    the next version raises inside its loop. The process must say so and exit 1 (the
+    kubelet restarts the container), not run on serving /healthz while nothing applies
+    the slots any more."""
+    root = tmp_path / "slots"
+    listen = free_port()
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server=str(kmock.url))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "KUBECONFIG": str(kubeconfig),
+        "NAMESPACE": NS,
+        "LOG_FORMAT": "json",
+    }
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "rpp",
+        "nginx-reloader",
+        "--pool",
+        "inference",
+        "--dir",
+        str(root),
+        "--pid-file",
+        str(tmp_path / "nginx.pid"),
+        "--status-port",
+        str(free_port()),
+        "--listen",
+        f"127.0.0.1:{listen}",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    settings = KubeSettings(namespace=NS, request_timeout=5.0)
+    try:
+        async with httpx.AsyncClient(timeout=5) as http, asyncio.timeout(30):
+            while not await answers(http, f"http://127.0.0.1:{listen}/healthz"):
+                await asyncio.sleep(0.1)
+        # Placeholders are written before /healthz answers; now the volume is no directory.
+        shutil.rmtree(root)
+        root.write_text("not a directory any more\n")
+        async with RealKubeApi.for_host(host=str(kmock.url), settings=settings) as writer:
+            await writer.create_config_map(NAME, data=dict.fromkeys(FILES, ""), labels={})
+        _, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 1
+    lines = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+    [died] = [line for line in lines if line["level"] == "ERROR"]
+    assert "the slots writer stopped" in died["message"]
+    assert f"FileExistsError: [Errno 17] File exists: '{root}'" in died["message"]
+    assert "exiting so Kubernetes restarts the sidecar" in died["message"]
+    assert "FileExistsError" in died["exception"]
+
+
+async def answers(http: httpx.AsyncClient, url: str) -> bool:
+    try:
+        return (await http.get(url)).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def test_the_sidecars_role_grants_exactly_what_the_reloader_calls() -> None:

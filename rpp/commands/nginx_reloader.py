@@ -8,7 +8,9 @@ has written anything it writes placeholder files, so nginx starts and answers 50
 
 Configuration: flags, plus NAMESPACE (default: the ServiceAccount's), LOG_LEVEL and
 LOG_FORMAT as for `rpp run`. `/healthz` and `/metrics` (runpod_pool_nginx_*) are served
-on --listen. A bad flag or variable stops it with one line naming it (exit 2).
+on --listen. A bad flag or variable stops it with one line naming it (exit 2). Its watch
+or its file writer stopping on an error is logged and ends the process (exit 1): the
+kubelet restarts the container, where a sidecar running on would leave nginx stale.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.nginx import NginxMaster, SlotFiles
 from rpp.controller.asgi import ASGIApp, Receive, Scope, Send, reject_non_http, send_bytes
 from rpp.controller.config import ConfigError, parse_listen, parse_log_format, parse_log_level
-from rpp.controller.slots_reload import ReloaderMetrics, SlotsReloader
+from rpp.controller.slots_reload import ReloaderDied, ReloaderMetrics, SlotsReloader
 from rpp.decide.nginx_slots import upstream_name
 
 log = layer_logger("rpp.commands")
@@ -185,6 +187,12 @@ async def _main(args: argparse.Namespace, files: SlotFiles, *, host: str, port: 
     serving = asyncio.create_task(server.serve())
     try:
         await reloader.run(stop)
+    except ReloaderDied as error:
+        # Through the process's redacting handler, with the traceback of the cause.
+        log.error(
+            "%s; exiting so Kubernetes restarts the sidecar", error, exc_info=error.__cause__
+        )
+        return 1
     finally:
         server.should_exit = True
         await serving

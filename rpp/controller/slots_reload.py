@@ -102,6 +102,16 @@ class ReloaderMetrics:
             self.rejected.labels(self.config_map).set(1)
 
 
+class ReloaderDied(RuntimeError):
+    """A part of the reloader's loop ended, its error as the cause: nothing would apply
+    the slots any more."""
+
+    def __init__(self, part: str, error: BaseException | None) -> None:
+        what = "ended" if error is None else f"stopped: {type(error).__name__}: {error}"
+        super().__init__(f"{part} {what}")
+        self.__cause__ = error
+
+
 class SlotsReloader:
     """Keeps one nginx serving one slots ConfigMap."""
 
@@ -132,17 +142,25 @@ class SlotsReloader:
         self._http = httpx.AsyncClient()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Watch and apply until `stop` is set."""
+        """Watch and apply until `stop` is set; `ReloaderDied` when either part ends
+        first (the process exits so the kubelet restarts it, rather than run on idle)."""
         if self._files.written_version() is None:
             self._files.write_placeholders()
         self._attempted = self._files.written_version()
-        tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._apply_loop())]
+        parts = {
+            asyncio.create_task(self._watch()): "the slots watch",
+            asyncio.create_task(self._apply_loop()): "the slots writer",
+        }
+        every: list[asyncio.Task[Any]] = [*parts, asyncio.create_task(stop.wait())]
         try:
-            await stop.wait()
+            await asyncio.wait(every, return_when=asyncio.FIRST_COMPLETED)
+            for task, part in parts.items():
+                if task.done():
+                    raise ReloaderDied(part, None if task.cancelled() else task.exception())
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            for each in every:
+                each.cancel()
+            await asyncio.gather(*every, return_exceptions=True)
             await self._http.aclose()
 
     async def _watch(self) -> None:
