@@ -26,7 +26,10 @@ import asyncio
 import copy
 import datetime as dt
 import itertools
+import os
+import sys
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,32 @@ def write_kubeconfig(path: Path, *, server: str, token: str = "kube-token") -> P
     }
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+async def rpp_against(
+    kmock: StrictKubernetesEmulator, tmp_path: Path, *args: str, env: Mapping[str, str]
+) -> tuple[int, str]:
+    """`rpp ARGS` run as a process with the emulator as its cluster and only `env` besides
+    PATH and KUBECONFIG; its exit code and stderr. Async: the emulator answers from this
+    test's event loop while the process runs."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server=str(kmock.url))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "rpp",
+        *args,
+        env={"PATH": os.environ.get("PATH", ""), "KUBECONFIG": str(kubeconfig), **env},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        _, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return process.returncode, err.decode()
 
 
 def forbidden(verb: str, resource: str) -> kmock.KubernetesError:

@@ -10,13 +10,14 @@ tests/stories/test_uninstall_hook.py.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from rpp.adapters.kube.api import KubeSettings, Permission
 from rpp.adapters.kube.pool_deletion import RealPoolDeletion, hook_permissions
 from rpp.cli import main
-from tests.kmock_strict import POOLS, StrictKubernetesEmulator, forbidden
+from tests.kmock_strict import POOLS, StrictKubernetesEmulator, forbidden, rpp_against
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
@@ -81,3 +82,35 @@ def test_a_bad_timeout_is_one_line_naming_the_option(capsys: pytest.CaptureFixtu
     assert main(["delete-pools", "inference", "--wait", "--timeout", "soon"]) == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("rpp delete-pools: --timeout:")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "why"),
+    [
+        pytest.param(
+            "CRD_GROUP", "runpodpool.ownego.com/v1alpha1", "is not an API group", id="group"
+        ),
+        pytest.param("NAMESPACE", "Runpod", "is not a namespace name", id="namespace"),
+    ],
+)
+async def test_a_bad_namespace_or_group_stops_the_hook_in_one_line_before_any_call(
+    kmock: StrictKubernetesEmulator, tmp_path: Path, variable: str, value: str, why: str
+) -> None:
+    """A pool in another group or namespace is "not found": the hook would exit 0, Helm
+    would go on uninstalling the controller and the pool's pods would bill for ever."""
+    kmock.seed(POOLS, NS, pool("inference", FINALIZER))
+    code, err = await rpp_against(
+        kmock,
+        tmp_path,
+        "delete-pools",
+        "inference",
+        "--wait",
+        "--timeout",
+        "5s",
+        env={"NAMESPACE": NS, variable: value},
+    )
+    assert code == 2
+    [line] = err.splitlines()
+    assert line.startswith(f"rpp delete-pools: {variable}: {value!r} {why} (")
+    assert list(kmock) == [], "nothing was asked of the cluster"
+    assert "deletionTimestamp" not in kmock.objects[POOLS, NS, "inference"].raw["metadata"]

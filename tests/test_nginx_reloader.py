@@ -38,7 +38,7 @@ from rpp.model.spec_load import load_spec
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import serve_local
 from tests.fixtures_install import example, example_pool_spec, find
-from tests.kmock_strict import StrictKubernetesEmulator, write_kubeconfig
+from tests.kmock_strict import StrictKubernetesEmulator, rpp_against, write_kubeconfig
 from tests.nginx_runner import RunningNginx, free_port, free_port_block, static_config
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
@@ -334,6 +334,27 @@ def test_a_bad_flag_is_one_line_naming_it(capsys: pytest.CaptureFixture[str]) ->
         "rpp nginx-reloader: --listen: 'nowhere' has no host:port; set host:port, e.g. "
         "0.0.0.0:8080 or 127.0.0.1:9090"
     ]
+
+
+async def test_a_bad_namespace_is_one_line_naming_it_and_exit_2_before_any_call(
+    kmock: StrictKubernetesEmulator, tmp_path: Path
+) -> None:
+    code, err = await rpp_against(
+        kmock,
+        tmp_path,
+        "nginx-reloader",
+        "--pool",
+        "inference",
+        "--dir",
+        str(tmp_path / "slots"),
+        "--listen",
+        f"127.0.0.1:{free_port()}",
+        env={"NAMESPACE": "Runpod"},
+    )
+    assert code == 2
+    [line] = err.splitlines()
+    assert line.startswith("rpp nginx-reloader: NAMESPACE: 'Runpod' is not a namespace name (")
+    assert list(kmock) == [], "nothing was asked of the cluster"
 
 
 def test_the_example_static_config_includes_the_files_the_reloader_writes() -> None:

@@ -26,8 +26,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TextIO
 
 from rpp.adapters.clock import Clock, SystemClock
-from rpp.adapters.kube.api import DEFAULT_CRD_GROUP, KubeError, KubeSettings
+from rpp.adapters.kube.api import KubeError, KubeSettings
 from rpp.adapters.kube.pool_deletion import PoolDeletion
+from rpp.controller.config import ConfigError, read_crd_group, read_namespace
 from rpp.model.documents import clip
 from rpp.model.durations import DurationError, format_duration, parse_duration
 
@@ -62,10 +63,20 @@ def run(args: argparse.Namespace) -> int:
     except DurationError as error:
         print(f"rpp delete-pools: --timeout: {error}", file=sys.stderr)
         return 2
-    return asyncio.run(_main(args, timeout=timeout))
+    try:
+        # Checked as `rpp run` checks them: a wrong group or namespace finds no pool, and
+        # "nothing to delete" would let the uninstall go on with the pods still billing.
+        namespace = read_namespace(os.environ)
+        group = read_crd_group(os.environ)
+    except ConfigError as error:
+        print(f"rpp delete-pools: {error}", file=sys.stderr)
+        return 2
+    return asyncio.run(_main(args, timeout=timeout, namespace=namespace, group=group))
 
 
-async def _main(args: argparse.Namespace, *, timeout: float) -> int:
+async def _main(
+    args: argparse.Namespace, *, timeout: float, namespace: str | None, group: str
+) -> int:
     from kubernetes.aio import client
 
     from rpp.adapters.kube.connect import ClusterConfigError, load_cluster_access
@@ -76,11 +87,10 @@ async def _main(args: argparse.Namespace, *, timeout: float) -> int:
     except ClusterConfigError as error:
         print(f"rpp delete-pools: {error}", file=sys.stderr)
         return 2
-    namespace = os.environ.get("NAMESPACE", "").strip() or access.namespace
+    namespace = namespace or access.namespace
     if not namespace:
         print("rpp delete-pools: NAMESPACE: not set; set NAMESPACE", file=sys.stderr)
         return 2
-    group = os.environ.get("CRD_GROUP", "").strip() or DEFAULT_CRD_GROUP
     settings = KubeSettings(namespace=namespace, crd_group=group)
     pools = RealPoolDeletion(client.ApiClient(access.configuration), settings)
     try:

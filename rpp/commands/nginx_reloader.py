@@ -32,7 +32,13 @@ from rpp.adapters.kube.api import KubeSettings
 from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.nginx import NginxMaster, SlotFiles
 from rpp.controller.asgi import ASGIApp, Receive, Scope, Send, reject_non_http, send_bytes
-from rpp.controller.config import ConfigError, parse_listen, parse_log_format, parse_log_level
+from rpp.controller.config import (
+    ConfigError,
+    parse_listen,
+    parse_log_format,
+    parse_log_level,
+    read_namespace,
+)
 from rpp.controller.slots_reload import ReloaderDied, ReloaderMetrics, SlotsReloader
 from rpp.decide.nginx_slots import upstream_name
 
@@ -116,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         host, port = parse_listen(args.listen, name="--listen")
         level = parse_log_level(os.environ.get("LOG_LEVEL") or "INFO")
         fmt = parse_log_format(os.environ.get("LOG_FORMAT") or "text")
+        namespace = read_namespace(os.environ)
     except ConfigError as error:
         print(f"rpp nginx-reloader: {error}", file=sys.stderr)
         return 2
@@ -131,10 +138,17 @@ def run(args: argparse.Namespace) -> int:
             files.write_placeholders()
             log.info("placeholder slots written in %s/current: nginx answers 503", args.dir)
         return 0
-    return asyncio.run(_main(args, files, host=host, port=port))
+    return asyncio.run(_main(args, files, host=host, port=port, given_namespace=namespace))
 
 
-async def _main(args: argparse.Namespace, files: SlotFiles, *, host: str, port: int) -> int:
+async def _main(
+    args: argparse.Namespace,
+    files: SlotFiles,
+    *,
+    host: str,
+    port: int,
+    given_namespace: str | None,
+) -> int:
     from kubernetes.aio.client.api_client import ApiClient
 
     from rpp.adapters.kube.connect import ClusterConfigError, load_cluster_access
@@ -145,7 +159,7 @@ async def _main(args: argparse.Namespace, files: SlotFiles, *, host: str, port: 
     except ClusterConfigError as error:
         log.error("%s", error)
         return 2
-    namespace = os.environ.get("NAMESPACE") or access.namespace
+    namespace = given_namespace or access.namespace
     if not namespace:
         log.error("NAMESPACE: not set, and the credentials from %s name none", access.source)
         return 2
@@ -177,7 +191,7 @@ async def _main(args: argparse.Namespace, files: SlotFiles, *, host: str, port: 
         "pid file %s, status port %d, listening on %s:%d",
         name,
         namespace,
-        "NAMESPACE" if os.environ.get("NAMESPACE") else access.source,
+        "NAMESPACE" if given_namespace else access.source,
         args.dir,
         args.pid_file,
         args.status_port,

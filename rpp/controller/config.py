@@ -2,7 +2,9 @@
 
 Where it sits: before observe -> decide -> act. `rpp run` calls `load_config(os.environ)`
 and hands the values to the adapters it builds (RunPod client, prober, Prometheus
-client, Kubernetes adapter) and to the loop. Nothing else reads the environment.
+client, Kubernetes adapter) and to the loop. Nothing else reads the environment, but
+`rpp delete-pools` and `rpp nginx-reloader` read the variables they share with it here
+(`read_namespace`, `read_crd_group`, `parse_log_level`, `parse_log_format`).
 
 Every bad value stops the process with one line that names the variable, says what is
 wrong and what to set instead (`ConfigError`), never a traceback. Secrets never appear
@@ -103,12 +105,29 @@ class Config:
         )
 
 
+def _value(environ: Mapping[str, str], name: str) -> str | None:
+    """A variable's value, stripped; None when unset or blank."""
+    value = environ.get(name)
+    return value.strip() if value is not None and value.strip() else None
+
+
+def read_namespace(environ: Mapping[str, str]) -> str | None:
+    """NAMESPACE, checked (`ConfigError` naming it); None: the credentials' namespace.
+    `rpp delete-pools` and `rpp nginx-reloader` read it here too."""
+    return _namespace(_value(environ, "NAMESPACE"))
+
+
+def read_crd_group(environ: Mapping[str, str]) -> str:
+    """CRD_GROUP, checked (`ConfigError` naming it), or the default group. `rpp
+    delete-pools` reads it here too: a wrong group finds no pool and deletes nothing."""
+    return _crd_group(_value(environ, "CRD_GROUP") or DEFAULT_CRD_GROUP)
+
+
 def load_config(environ: Mapping[str, str]) -> Config:
     """Read and check every variable; the first bad one raises `ConfigError`."""
 
     def get(name: str) -> str | None:
-        value = environ.get(name)
-        return value.strip() if value is not None and value.strip() else None
+        return _value(environ, name)
 
     host, port = parse_listen(get("LISTEN_ADDRESS") or DEFAULT_LISTEN)
     health = get("HEALTH_LISTEN_ADDRESS")
@@ -120,8 +139,8 @@ def load_config(environ: Mapping[str, str]) -> Config:
         )
     return Config(
         runpod_api_key=_api_key(environ.get("RUNPOD_API_KEY")),
-        namespace=_namespace(get("NAMESPACE")),
-        crd_group=_crd_group(get("CRD_GROUP") or DEFAULT_CRD_GROUP),
+        namespace=read_namespace(environ),
+        crd_group=read_crd_group(environ),
         prometheus_url=_prometheus(get("PROMETHEUS_URL")),
         reconcile_interval=_interval(get("RECONCILE_INTERVAL")),
         listen_host=host,
@@ -182,7 +201,8 @@ def _namespace(value: str | None) -> str | None:
     if value is not None and not _DNS_LABEL.match(value):
         raise ConfigError(
             f"NAMESPACE: {value!r} is not a namespace name (lowercase letters, digits and "
-            "'-', at most 63); unset it to use the controller's own namespace"
+            "'-', at most 63); unset it to use the one the credentials name (the pod's own, or "
+            "the kubeconfig context's)"
         )
     return value
 
