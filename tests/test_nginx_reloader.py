@@ -201,6 +201,27 @@ async def test_a_config_nginx_rejects_leaves_the_running_one_and_is_reported(
     assert await rig.served_by() == PODS[1]
 
 
+async def test_a_configmap_without_the_three_files_is_served_as_the_placeholders(
+    rig: Rig,
+) -> None:
+    created = await rig.writer.create_config_map(NAME, data=rig.slots(PODS[0]), labels={})
+    await rig.until_served_by(PODS[0])
+    partial = {"upstream.conf": rig.slots(PODS[1])["upstream.conf"]}  # two files missing
+    emptied = await rig.writer.replace_config_map(created, data=partial)
+    await rig.until_served_by("503")
+    assert rig.files.written_version() == emptied.resource_version
+    upstream = (rig.workdir / "slots" / CURRENT / "upstream.conf").read_text()
+    assert upstream.startswith("# No slots yet")
+    assert PODS[1] not in upstream
+
+
+def test_the_slot_files_refuse_a_version_without_the_three_files(tmp_path: Path) -> None:
+    files = SlotFiles(root=tmp_path, upstream=upstream_name("inference"), status_port=8079)
+    with pytest.raises(ValueError, match=r"version 7 lacks proxy.conf, servers.conf"):
+        files.write("7", {"upstream.conf": ""})
+    assert files.written_version() is None, "nothing written"
+
+
 def rejected_events(kmock: StrictKubernetesEmulator) -> list[dict[str, Any]]:
     events = [o.raw for o in kmock.objects.values() if o.raw.get("kind") == "Event"]
     return [e for e in events if e["reason"] == "NginxConfigRejected"]

@@ -62,15 +62,14 @@ class SlotFiles:
             return None
 
     def write(self, version: str, data: Mapping[str, str]) -> str | None:
-        """Make `data` (the ConfigMap's three files) the current files; the version they
-        replace is returned (None: there were none). Data without the three files (an
-        empty ConfigMap) writes the placeholders."""
+        """Make `data` (the three FILES) the current files; the version they replace is
+        returned (None: there were none). ValueError when one of the three is missing:
+        what to serve instead is the reloader's choice (rpp/controller/slots_reload.py)."""
+        missing = [name for name in FILES if name not in data]
+        if missing:
+            raise ValueError(f"slots version {version} lacks {', '.join(sorted(missing))}")
         previous = self.written_version()
-        files = (
-            {name: data[name] for name in FILES}
-            if all(name in data for name in FILES)
-            else self._placeholders()
-        )
+        files = {name: data[name] for name in FILES}
         servers = files["servers.conf"]
         if self.bind:
             servers = _LISTEN.sub(rf"\g<1>listen {self.bind}:\g<2>;", servers)
@@ -84,7 +83,7 @@ class SlotFiles:
 
     def write_placeholders(self) -> None:
         """Files nginx can start with before anything else was written: every request 503."""
-        self.write(NO_SLOTS, {})
+        self.write(NO_SLOTS, self.placeholders())
 
     def restore(self, version: str) -> bool:
         """Point `current` back at a version still on disk; False when it is gone."""
@@ -116,7 +115,8 @@ class SlotFiles:
             if old != keep:
                 shutil.rmtree(old, ignore_errors=True)
 
-    def _placeholders(self) -> dict[str, str]:
+    def placeholders(self) -> dict[str, str]:
+        """The three files of no slots: the upstream is the status server, which answers 503."""
         note = "# No slots yet: written by rpp nginx-reloader until the controller writes them.\n"
         return {
             "proxy.conf": note,

@@ -11,7 +11,8 @@ in place cuts nothing: the old workers finish what they serve.
 For each version of the ConfigMap (watched through the API, its one name; changes that
 come quicker than nginx reloads are coalesced into the newest):
 
-1. its three files become the current files (rpp/adapters/nginx.py: all at once);
+1. its three files become the current files (rpp/adapters/nginx.py: all at once); a
+   version without all three gets the placeholders instead, and nginx answers 503;
 2. the nginx master gets SIGHUP, a graceful reload;
 3. nginx must answer the new version on its status server within `reload_timeout_s`.
    It tests a new config on reload exactly as `nginx -t` does and keeps running the old
@@ -37,7 +38,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, wait_exponential_ji
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import ConfigMapEvent, EventType, KubeError, StoredConfigMap
 from rpp.adapters.logs import layer_logger
-from rpp.adapters.nginx import NginxMaster, SlotFiles
+from rpp.adapters.nginx import FILES, NginxMaster, SlotFiles
 from rpp.model import metric_names as names
 
 log = layer_logger("rpp.controller")
@@ -214,7 +215,19 @@ class SlotsReloader:
 
     async def _apply(self, config_map: StoredConfigMap) -> None:
         version = config_map.resource_version
-        previous = self._files.write(version, config_map.data)
+        data = config_map.data
+        missing = [name for name in FILES if name not in data]
+        if missing:
+            # An empty or hand-edited ConfigMap: no slots rather than half of some, so
+            # nginx answers 503 cleanly until the controller writes the three files again.
+            log.warning(
+                "slots ConfigMap %s version %s lacks %s: writing the placeholders (503)",
+                self._name,
+                version,
+                ", ".join(missing),
+            )
+            data = self._files.placeholders()
+        previous = self._files.write(version, data)
         log.info("slots ConfigMap %s: version %s written for nginx", self._name, version)
         await self._reload(version, previous=previous, subject=config_map, since=self._seen_at)
 
