@@ -89,7 +89,7 @@ def test_the_log_filter_scrubs_message_arguments_traceback_and_fields_and_cuts_l
 
     long = logging.LogRecord("rpp", logging.INFO, __file__, 1, "x" * 5000, None, None)
     handler_filter.filter(long)
-    assert long.getMessage().endswith("(5,000 characters, cut)")
+    assert long.getMessage().endswith("(4,800 more characters not shown)")
     assert len(long.getMessage()) < 300
 
 

@@ -8,7 +8,7 @@ enough, so every sink scrubs, with one `Redactor` the process shares:
 
 - the log: `RedactingFilter` on the process's handler rewrites each record's message,
   traceback and fields before any formatter sees them, and cuts a message past
-  LOG_LIMIT characters, saying how long it was;
+  LOG_LIMIT characters, saying how much was cut;
 - status and Events: rpp/adapters/kube/redacting.py wraps the Kubernetes adapter, so a
   status write scrubs its human texts (messages, details, errors; never the ids,
   names and images the pool's memory needs) and an Event its message;
@@ -34,8 +34,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from rpp.model.documents import clip
+
 MIN_LENGTH = 6
-LOG_LIMIT = 8_000  # characters of one log message; more is cut, with its size
+LOG_LIMIT = 8_000  # characters of one log message; more is cut, saying how much
 MASK = "[redacted]"
 
 
@@ -114,13 +116,6 @@ def _walk(data: Any, *, fields: frozenset[str], scrub: Any, inside: bool) -> Any
     if isinstance(data, list | tuple):
         return [_walk(item, fields=fields, scrub=scrub, inside=inside) for item in data]
     return data
-
-
-def clip(text: str, limit: int = LOG_LIMIT) -> str:
-    """`text` cut to `limit` characters, saying how long it was."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text):,} characters, cut)"
 
 
 class RedactingFilter(logging.Filter):

@@ -15,7 +15,8 @@ parser keeps its own stack, so a deep file is refused at the first level too dee
 alias adds the size its anchor already counted, so a bomb is refused by arithmetic, not by
 expanding it. Only then does PyYAML's safe loader build the documents.
 
-`clip` shortens whatever part of a file is echoed back in a message, saying how much was cut.
+`clip` shortens whatever part of a file is echoed back in a message, saying how much was cut;
+it is the one such helper, so RunPod's answers and the log (rpp/adapters) cut texts with it too.
 """
 
 from __future__ import annotations

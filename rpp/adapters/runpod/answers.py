@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from rpp.adapters.runpod.reading import clip
+from rpp.model.documents import clip
 
 DETAIL_SHOWN = 500  # characters of RunPod's detail kept in an error text
 ERRORS_SHOWN = 5  # entries of RunPod's `errors` list kept, each cut to 200 characters

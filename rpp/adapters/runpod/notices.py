@@ -22,7 +22,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rpp.adapters.clock import UTC
-from rpp.adapters.runpod.reading import WireError, clip, show
+from rpp.adapters.runpod.reading import WireError, show
+from rpp.model.documents import clip
 from rpp.model.observations import HostNotice
 
 NOTICES_QUERY = (

@@ -20,6 +20,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from rpp.model.documents import clip
+
 SHOWN = 40  # characters of a value quoted in a problem line
 PROBLEMS_SHOWN = 300  # characters of one record's problem lines together
 
@@ -40,13 +42,6 @@ def show(value: Any) -> str:
         return f"{value[:SHOWN]!r}... ({len(value):,} characters)"
     text = repr(value)
     return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text):,} characters)"
-
-
-def clip(text: str, limit: int) -> str:
-    """`text` cut to about `limit` characters, saying how long it was."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text):,} characters, cut)"
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rpp.adapters.clock import from_rfc3339
-from rpp.adapters.runpod.reading import FieldReader, WireError, clip, show
+from rpp.adapters.runpod.reading import FieldReader, WireError, show
+from rpp.model.documents import clip
 from rpp.model.observations import PodStatus, RunPodPod
 
 __all__ = ["PodListing", "PodRequest", "WireError", "pod_from_json", "pods_from_list"]
