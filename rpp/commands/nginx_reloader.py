@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
@@ -31,7 +29,15 @@ from rpp.adapters.clock import SystemClock
 from rpp.adapters.kube.api import KubeSettings
 from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.nginx import NginxMaster, SlotFiles
-from rpp.controller.asgi import ASGIApp, Receive, Scope, Send, reject_non_http, send_bytes
+from rpp.controller.asgi import (
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    Server,
+    reject_non_http,
+    send_bytes,
+)
 from rpp.controller.config import (
     ConfigError,
     parse_listen,
@@ -183,7 +189,7 @@ async def _main(
         loop.add_signal_handler(sig, stop.set)
     if files.written_version() is None:
         files.write_placeholders()  # before /healthz answers: nginx may start now
-    server = _Server(
+    server = Server(
         uvicorn.Config(_app(registry), host=host, port=port, lifespan="off", log_level="warning")
     )
     log.info(
@@ -212,14 +218,6 @@ async def _main(
         await serving
         await kube.close()
     return 0
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: SIGTERM belongs to the process."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
 
 
 def _app(registry: CollectorRegistry) -> ASGIApp:

@@ -28,7 +28,6 @@ import signal
 import socket
 import sys
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -45,7 +44,7 @@ from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.pod_http import trim_tls_buffers
 from rpp.adapters.redaction import Redactor
 from rpp.adapters.runpod.client import RunPodClient
-from rpp.controller.asgi import ASGIApp
+from rpp.controller.asgi import ASGIApp, Server
 from rpp.controller.config import Config, ConfigError, load_config
 from rpp.controller.http_api import HttpApi
 from rpp.controller.leader import LeaderElector, LeaseTiming
@@ -142,14 +141,6 @@ def _stopper(stop: asyncio.Event, sig: signal.Signals) -> Any:
     return handler
 
 
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: SIGTERM belongs to the controller."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
 class ControllerProcess:
     """Every part of one controller process, wired together."""
 
@@ -232,7 +223,7 @@ class ControllerProcess:
         if self.config.health_listen is not None:
             host, port = self.config.health_listen
             listens.append(("HEALTH_LISTEN_ADDRESS", self.api.health_app, host, port))
-        servers: list[tuple[_Server, asyncio.Task[None]]] = []
+        servers: list[tuple[Server, asyncio.Task[None]]] = []
         for variable, app, host, port in listens:
             # asgi3 said outright: uvicorn's guess takes a bound method for an ASGI2 app.
             config = uvicorn.Config(
@@ -244,7 +235,7 @@ class ControllerProcess:
                 log_level="warning",
                 access_log=False,
             )
-            server = _Server(config)
+            server = Server(config)
             serving = asyncio.create_task(server.serve(), name=f"rpp-http-{port}")
             servers.append((server, serving))
             while not server.started and not serving.done():
@@ -277,7 +268,7 @@ class ControllerProcess:
         return 0
 
     @staticmethod
-    async def _stop_serving(servers: list[tuple[_Server, asyncio.Task[None]]]) -> None:
+    async def _stop_serving(servers: list[tuple[Server, asyncio.Task[None]]]) -> None:
         for server, _ in servers:
             server.should_exit = True
         for _, serving in servers:

@@ -1,21 +1,35 @@
-"""Plain-ASGI plumbing: the scope types and the few answers a bare ASGI app sends.
+"""Plain-ASGI plumbing: the scope types, the few answers a bare ASGI app sends, and the
+uvicorn server the processes serve them with.
 
 Where it sits: beside the controller's HTTP endpoints (rpp/controller/http_api.py), which
 are a bare ASGI app served by uvicorn; the simulator's fake RunPod apps (rpp/sim/) build
-on the same helpers. No web framework is needed for a handful of routes.
+on the same helpers. No web framework is needed for a handful of routes. `rpp run` and
+`rpp nginx-reloader` serve through `Server`, which leaves SIGTERM to them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
+
+import uvicorn
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class Server(uvicorn.Server):
+    """uvicorn without its own signal handling: SIGTERM belongs to the process, which
+    finishes its own work first and then tells the server to exit."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 def host_of(scope: Scope) -> str:
