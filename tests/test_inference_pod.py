@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 
 import httpx
 import pytest
 
 from rpp.adapters.clock import ManualClock
-from rpp.observe.metrics_text import parse_metrics_page
+from rpp.observe.metrics_text import parse_metrics_page_within
 from rpp.sim.inference import FakeInferencePod, HostRouter, pod_id_from_host
 from rpp.sim.localhttp import ServerThread, serve_local
 from rpp.sim.virtual_time import VirtualClock, run_virtual
@@ -65,7 +66,8 @@ async def test_metrics_show_process_start_created_samples_histogram_5xx_counter_
     assert values["app_requests_failed_total"] == 0
     assert values["app_request_duration_seconds_count"] == 1
     assert values["app_queue_length"] == 0
-    assert parse_metrics_page(text).process_start == START.timestamp()
+    page = await parse_metrics_page_within(text, deadline=math.inf)
+    assert page.process_start == START.timestamp()
 
 
 async def test_metrics_require_the_token_when_the_pod_has_one() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page
+from rpp.observe.metrics_text import MetricsPage, MetricsTextError, parse_metrics_page_within
 
 CREATED_ONLY = """\
 # HELP app_requests_total Requests.
@@ -22,8 +25,13 @@ app_latency_seconds_created 1.6999e+09
 """
 
 
+def parse(text: str) -> MetricsPage:
+    """The prober's parse, without a deadline."""
+    return asyncio.run(parse_metrics_page_within(text, deadline=math.inf))
+
+
 def process_start_time(text: str) -> float | None:
-    return parse_metrics_page(text).process_start
+    return parse(text).process_start
 
 
 def test_earliest_created_sample_is_the_process_start() -> None:
@@ -42,7 +50,7 @@ def test_process_start_time_seconds_wins_over_created_samples() -> None:
 
 
 def test_page_without_start_or_created_has_no_process_start() -> None:
-    page = parse_metrics_page("# TYPE queue gauge\nqueue 3\n")
+    page = parse("# TYPE queue gauge\nqueue 3\n")
     assert page.process_start is None
     assert page.has_metric("queue")
 
@@ -53,7 +61,7 @@ def test_zero_or_nan_created_values_are_not_start_times() -> None:
 
 
 def test_required_metric_matches_family_or_sample_name() -> None:
-    page = parse_metrics_page(CREATED_ONLY)
+    page = parse(CREATED_ONLY)
     assert page.has_metric("app_requests")
     assert page.has_metric("app_requests_total")
     assert not page.has_metric("vllm_num_requests_waiting")
@@ -63,7 +71,7 @@ def test_page_from_prometheus_client_reads_like_a_real_service() -> None:
     registry = CollectorRegistry()
     Counter("served", "Served.", registry=registry).inc()
     Gauge("process_start_time_seconds", "Start.", registry=registry).set(1.72e9)
-    page = parse_metrics_page(generate_latest(registry).decode())
+    page = parse(generate_latest(registry).decode())
     assert page.process_start == 1.72e9
     assert page.has_metric("served_total")
 
@@ -74,7 +82,7 @@ def test_page_from_prometheus_client_reads_like_a_real_service() -> None:
 )
 def test_text_that_is_not_prometheus_format_raises_one_clear_error(garbage: str) -> None:
     with pytest.raises(MetricsTextError, match="not Prometheus text format"):
-        parse_metrics_page(garbage)
+        parse(garbage)
 
 
 @given(st.lists(st.floats(min_value=1e9, max_value=2e9), min_size=1, max_size=8))

@@ -8,6 +8,7 @@ the same bytes from `generate_latest`, after any sequence of requests and page r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from hypothesis import given, settings
@@ -16,7 +17,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from rpp.observe.metrics_text import parse_metrics_page
+from rpp.observe.metrics_text import parse_metrics_page_within
 from rpp.sim.pod_metrics import LATENCY_BUCKETS, ProcessMetrics
 
 START = 1_767_225_600.0
@@ -106,7 +107,8 @@ def test_a_page_read_twice_without_a_request_between_is_the_same_bytes_object() 
     assert metrics.page() != first
 
 
-def test_restart_detection_reads_the_process_start_from_the_page() -> None:
-    page = parse_metrics_page(ProcessMetrics(start=START).page().decode())
+async def test_restart_detection_reads_the_process_start_from_the_page() -> None:
+    text = ProcessMetrics(start=START).page().decode()
+    page = await parse_metrics_page_within(text, deadline=math.inf)
     assert page.process_start == START
     assert page.has_metric("app_request_duration_seconds")

@@ -55,16 +55,9 @@ class MetricsPage:
         return name in self.family_names or name in self.sample_names
 
 
-def parse_metrics_page(text: str) -> MetricsPage:
-    """Parse Prometheus text exposition; raises MetricsTextError when it is not that."""
-    reader = _Reader()
-    for chunk in _chunks(text.split("\n")):
-        reader.feed(chunk)
-    return reader.page()
-
-
 async def parse_metrics_page_within(text: str, *, deadline: float) -> MetricsPage:
-    """`parse_metrics_page` that yields to the event loop between chunks.
+    """Parse Prometheus text exposition, yielding to the event loop between chunks;
+    MetricsTextError when it is not that.
 
     `deadline` is on the running loop's clock; past it, MetricsTextError says how far
     the parse got.
