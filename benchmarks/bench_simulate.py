@@ -31,7 +31,7 @@ from typing import Any
 
 import recording
 
-from rpp.commands.simulate import simulate_to
+from rpp.sim.run import run_scenario
 from rpp.sim.scenario import parse_scenario
 
 ROOT = Path(__file__).parents[1]
@@ -101,7 +101,7 @@ def child(hours: float, *, profile: bool) -> None:
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if profiler:
         profiler.enable()
-    timeline = simulate_to(loaded, out=None)
+    timeline = run_scenario(loaded, out=None).timeline
     if profiler:
         profiler.disable()
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0

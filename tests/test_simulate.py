@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from rpp.cli import main
-from rpp.commands.simulate import default_scenario, simulate_to
+from rpp.commands.simulate import default_scenario
 from rpp.sim.cloud_scenario import ScenarioError
+from rpp.sim.run import run_scenario
 from rpp.sim.scenario import load_scenario, parse_scenario_text
 
 ROOT = Path(__file__).parents[1]
@@ -75,7 +76,7 @@ def test_the_default_scenario_prints_a_timeline_and_the_member_table() -> None:
 
 def test_json_output_is_one_object_per_line_with_t_and_a_known_event() -> None:
     out = io.StringIO()
-    simulate_to(default_scenario(), out=out, as_json=True, until=80 * 60)  # HostNotice at 1:15
+    run_scenario(default_scenario(), out=out, as_json=True, until=80 * 60)  # HostNotice at 1:15
 
     records = [json.loads(line) for line in out.getvalue().splitlines()]
     assert {r["event"] for r in records} <= EVENTS
@@ -258,7 +259,7 @@ def test_an_event_for_a_pod_that_does_not_exist_is_told_not_fatal() -> None:
     text = text.replace("do: die, pod: 2", "do: die, pod: 9")
     scenario = parse_scenario_text(text, source="pod-9.yaml")
 
-    records = simulate_to(scenario, out=None, until=25 * 60).records
+    records = run_scenario(scenario, out=None, until=25 * 60).timeline.records
 
     fault = next(r for r in records if r["event"] == "cloud" and r["kind"] == "fault")
     assert fault["detail"] == "pod 9 does not exist (any more); nothing happens"

@@ -21,7 +21,6 @@ import logging
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import TextIO
 
 from rpp.model.documents import clip
 from rpp.model.durations import DurationError, format_duration, parse_duration
@@ -29,7 +28,6 @@ from rpp.sim.cloud_scenario import ScenarioError
 from rpp.sim.run import run_scenario
 from rpp.sim.scenario import MAX_DURATION_S, Scenario, load_scenario, parse_scenario_text
 from rpp.sim.soak import soak
-from rpp.sim.timeline import Timeline
 
 DEFAULT_SCENARIO = "default_scenario.yaml"
 CLIP_LINE = 400  # an error line: the field's path and sentence, and a clipped value
@@ -150,15 +148,3 @@ def until_seconds(text: str, *, scenario: Scenario | None = None) -> float:
             f"{text!r} is past the limit of {format_duration(MAX_DURATION_S)} of simulated time"
         )
     return seconds
-
-
-def simulate_to(
-    scenario: Scenario,
-    *,
-    out: TextIO | None,
-    as_json: bool = False,
-    until: float | None = None,
-    seed: int | None = None,
-) -> Timeline:
-    """Run a scenario on a fresh virtual-time loop; returns the whole timeline."""
-    return run_scenario(scenario, out=out, as_json=as_json, until=until, seed=seed).timeline
