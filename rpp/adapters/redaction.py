@@ -77,11 +77,6 @@ class Redactor:
             self._owned[owner] = kept
             self._rebuild()
 
-    def forget(self, owner: str) -> None:
-        with self._lock:
-            if self._owned.pop(owner, None) is not None:
-                self._rebuild()
-
     def _rebuild(self) -> None:
         secrets = set(self._always)
         for values in self._owned.values():
