@@ -29,6 +29,7 @@ from rpp.adapters.clock import Clock, SystemClock
 from rpp.adapters.kube.api import KubeError, KubeSettings
 from rpp.adapters.kube.pool_deletion import PoolDeletion
 from rpp.controller.config import ConfigError, read_crd_group, read_namespace
+from rpp.decide.conditions import Cond
 from rpp.model.documents import clip
 from rpp.model.durations import DurationError, format_duration, parse_duration
 
@@ -158,7 +159,7 @@ def what_holds(pool: dict[str, Any], *, namespace: str) -> str:
     """Why a deleted pool is still there, from what the controller wrote on it."""
     status = pool.get("status") or {}
     conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
-    blocked = conditions.get("DeletionBlocked")
+    blocked = conditions.get(Cond.DELETION_BLOCKED.value)
     if blocked is None:
         return (
             "no controller has acted on its deletion yet: is one running and leading? "
@@ -166,4 +167,5 @@ def what_holds(pool: dict[str, Any], *, namespace: str) -> str:
         )
     state = "blocked" if blocked.get("status") == "True" else "in progress"
     reason = blocked.get("reason") or "?"
-    return clip(f"DeletionBlocked {state} ({reason}): {blocked.get('message', '')}", 400)
+    message = blocked.get("message", "")
+    return clip(f"{Cond.DELETION_BLOCKED.value} {state} ({reason}): {message}", 400)
