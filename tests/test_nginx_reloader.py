@@ -34,6 +34,7 @@ from rpp.cli import main
 from rpp.controller.slots_reload import ReloaderMetrics, SlotsReloader
 from rpp.decide.nginx_slots import SlotTarget, render_slots, upstream_name
 from rpp.model.durations import parse_duration
+from rpp.model.spec import Nginx
 from rpp.model.spec_load import load_spec
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import serve_local
@@ -103,7 +104,9 @@ class Rig:
 @pytest.fixture
 async def rig(kmock: StrictKubernetesEmulator, tmp_path: Path) -> AsyncIterator[Rig]:
     pods = {p: FakeInferencePod(pod_id=p, clock=SystemClock()) for p in PODS}
-    public = free_port_block(4)
+    # The public port, then the slot ports from basePort = public + 1 (`slots` renders
+    # nginx.slotPorts' default number of them): all must be free, or a reload cannot bind.
+    public = free_port_block(1 + Nginx.model_fields["slot_ports"].default)
     status_port = free_port()
     files = SlotFiles(
         root=tmp_path / "slots", upstream=upstream_name("inference"), status_port=status_port
