@@ -62,7 +62,7 @@ from rpp.model.observations import (
 )
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
 from rpp.model.results import EffectResult, Result
-from rpp.model.spec import API_GROUP, Mode, RunPodPoolSpec
+from rpp.model.spec import API_GROUP, Mode
 from rpp.model.spec_load import Pool, load_pool
 from rpp.model.status import PoolStatus
 from rpp.observe.prober import Prober, ProbeTarget, probe_settings_from_spec
@@ -165,9 +165,7 @@ class PoolReconciler:
                 obj, status, problems or clashes, generation=generation, reason=reason
             )
         spec = pool.spec
-        obs, env = await self._observe(
-            spec=spec, status=status, shared=shared, name=name, lifecycle=lifecycle
-        )
+        obs, env = await self._observe(pool=pool, obj=obj, status=status, shared=shared)
         # The decision's time is when its evidence is in: a probe that timed out took its
         # 10 s, and a phase's `since` must not predate the probes that moved it.
         now = self.clock.now()
@@ -273,16 +271,11 @@ class PoolReconciler:
         return held_back(Stored.from_object(pool, obj), others)
 
     async def _observe(
-        self,
-        *,
-        spec: RunPodPoolSpec,
-        status: PoolStatus,
-        shared: Shared,
-        name: str,
-        lifecycle: PoolObject,
+        self, *, pool: Pool, obj: Mapping[str, Any], status: PoolStatus, shared: Shared
     ) -> tuple[PoolObservation, Mapping[str, str]]:
         """What decide is given about one pool (the loop's and a re-decide's alike: one
         that missed another writer's mark would drop SecondController), and its env."""
+        spec, name = pool.spec, pool.name
         slots: Mapping[str, str] | None = None
         slots_error = None
         try:
@@ -325,7 +318,7 @@ class PoolReconciler:
             slots_error=slots_error,
             secret=secret.state,
             writer=self.writers.identity,
-            pool=lifecycle,
+            pool=PoolObject.from_object(obj, finalizer=self.kube.settings.finalizer),
             other_controller=other,
         )
         return obs, secret.env
@@ -382,13 +375,7 @@ class PoolReconciler:
             status = PoolStatus.from_stored(fresh.get("status") or {})
         except StatusFormatError:
             return None
-        obs, _env = await self._observe(
-            spec=pool.spec,
-            status=status,
-            shared=shared,
-            name=pool.name,
-            lifecycle=PoolObject.from_object(fresh, finalizer=self.kube.settings.finalizer),
-        )
+        obs, _env = await self._observe(pool=pool, obj=fresh, status=status, shared=shared)
         now = self.clock.now()
         decision = decide(
             pool=pool.name,
