@@ -242,6 +242,45 @@ async def test_unparseable_metrics_page_passes_unless_a_metric_is_required(
     assert "not Prometheus text format" in strict.error
 
 
+def big_page(required: str) -> bytes:
+    other = "".join(
+        f"# HELP vllm_other_{i} Other.\n# TYPE vllm_other_{i} counter\n"
+        f'vllm_other_{i}_total{{model="m"}} {i}\n'
+        for i in range(3000)
+    )
+    return (other + required + other).encode()
+
+
+async def test_a_page_of_mostly_other_metrics_is_judged_on_its_required_metric(
+    transport: httpx.AsyncBaseTransport,
+) -> None:
+    pages = {
+        "with": big_page('# TYPE vllm_waiting gauge\nvllm_waiting{model="m"} 2\n'),
+        "prefix": big_page("# TYPE vllm_waiting_total counter\nvllm_waiting_total 2\n"),
+        "without": big_page(""),
+    }
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] != "/metrics":
+            await send_bytes(send, 200, b"ok", content_type="text/plain")
+            return
+        host = dict(scope.get("headers", [])).get(b"host", b"").decode()
+        await send_bytes(send, 200, pages[host.split("-", 1)[0]], content_type="text/plain")
+
+    settings = ProbeSettings(require_metric="vllm_waiting", timeout_s=30)
+    async with serve_local(serve) as port:
+        prober = Prober(transport=transport, url_pattern=f"http://127.0.0.1:{port}")
+        results = await prober.probe(
+            ProbeTarget(pod_id=pod, settings=settings, read_process_start=False) for pod in pages
+        )
+    assert results["with"].passed
+    assert results["prefix"].passed  # a counter's family is its name without _total
+    assert not results["without"].passed
+    assert results["without"].error == (
+        "metrics /metrics: required metric 'vllm_waiting' is missing"
+    )
+
+
 async def test_restart_shows_as_a_newer_process_start(
     fleet: Fleet, transport: httpx.AsyncBaseTransport
 ) -> None:

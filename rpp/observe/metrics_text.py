@@ -22,14 +22,25 @@ at most one chunk is parsed in one go, as before.
 Chunking changes no answer: a chunk after the first starts with the last `# HELP` and
 `# TYPE` lines before it, so its samples keep their family and type; a family cut in
 two comes out as two families of the same name, and only names and start times are kept.
+
+Most probes only ask whether the required metric is there (restart detection reads the
+start time only for pods in an update), and parsing every line of every pod's page was
+a quarter of the controller's CPU at 1,000 pods. `has_metric_within` hands the parser
+only the lines that can name the metric (`_LineFilter` says which, and why that gives
+the same answer), stops at the first family that names it, and parses the whole page
+when those lines do not name it, so a missing metric or an unparseable page reads
+exactly as before. The one difference: a page on which the metric is found passes even
+when a line the parser was not handed is one it rejects.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from prometheus_client.parser import text_fd_to_metric_families
 
@@ -76,6 +87,128 @@ async def parse_metrics_page_within(text: str, *, deadline: float) -> MetricsPag
         reader.feed(chunk)
         done += CHUNK_LINES
     return reader.page()
+
+
+async def has_metric_within(text: str, name: str, *, deadline: float) -> bool:
+    """`parse_metrics_page_within(...).has_metric(name)`, parsing only what can name it.
+
+    Raises MetricsTextError as the whole page's parse would when the metric is not found.
+    """
+    lines_for = _filter_for(name)
+    if lines_for is not None:
+        loop = asyncio.get_running_loop()
+        try:
+            for i, chunk in enumerate(_chunks(text.split("\n"))):
+                if i:
+                    await asyncio.sleep(0)  # filtering is cheap, but pages can be long
+                    if loop.time() > deadline:
+                        break
+                if _names(lines_for.keep(chunk), name):
+                    return True
+        except MetricsTextError:
+            pass  # the whole page's parse below gives the error it always gave
+    page = await parse_metrics_page_within(text, deadline=deadline)
+    return page.has_metric(name)
+
+
+_TOTAL = "_total"
+_LEGACY_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_PLACEHOLDERS = ("rpp_filtered_out", "RPP_FILTERED_OUT")
+
+
+@dataclass(frozen=True)
+class _LineFilter:
+    """Which lines of a page can tell whether metric `m` is on it (`keep`).
+
+    Why the answer is the same as the whole page's (for a page the parser accepts): `m`
+    is on the page when a family or a sample comes out of the parser with that name. A
+    family's name comes from its HELP or TYPE lines, a sample's from its line, except
+    that the parser renames by the family's type, which is known only when the family
+    ends: a counter loses `_total` from its own name or adds it to each of its samples'
+    (`_families_that_may_name`). So every comment holding `needle` (the shortest of
+    those families' names) is kept, and every sample of those families or named `m`,
+    each as it is. Any other sample, HELP or TYPE line ends a family of those names, so
+    each run of them becomes one `placeholder` sample, a name without `needle`, which
+    ends a family just the same. Comments without `needle` that are not HELP or TYPE are
+    kept (the parser decides what they are); blank lines, which it skips, are dropped.
+    """
+
+    needle: str
+    sample: re.Pattern[str]  # a line of a sample of those families, or named `m`
+    placeholder: str
+
+    def keep(self, lines: Iterable[str]) -> Iterator[str]:
+        ended = False
+        for line in lines:
+            if self.needle in line:
+                stripped = line.strip()
+                # A name in quotes or __name__ (`{"m"}`, `{__name__="m"}`) is kept too.
+                if stripped[0] in "#{" or self.sample.match(stripped):
+                    yield line
+                    ended = False
+                    continue
+            else:
+                stripped = line.strip()
+                if not stripped:
+                    continue
+                if stripped[0] == "#" and not stripped.startswith(("# HELP ", "# TYPE ")):
+                    yield line
+                    continue
+            if not ended:
+                yield self.placeholder
+                ended = True
+
+
+def _names(lines: Iterable[str], name: str) -> bool:
+    """Whether the parser, fed `lines`, yields `name` as a family or a sample; it stops
+    reading at the first that does."""
+    try:
+        for family in text_fd_to_metric_families(lines):  # type: ignore[arg-type]
+            if family.name == name or any(sample.name == name for sample in family.samples):
+                return True
+    except (ValueError, IndexError, KeyError, TypeError) as error:
+        raise MetricsTextError(f"not Prometheus text format: {_short(str(error))}") from None
+    return False
+
+
+@lru_cache(maxsize=64)
+def _filter_for(name: str) -> _LineFilter | None:
+    """The filter for metric `name`, or None when it is not a plain metric name (then
+    the whole page is parsed)."""
+    if not _LEGACY_NAME.fullmatch(name):
+        return None
+    families = _families_that_may_name(name)
+    needle = min(families | {name}, key=len)  # a prefix of `name` or `name` itself
+    samples = {name} | {f + end for f in families for end in _SAMPLE_ENDS}
+    names = "|".join(re.escape(n) for n in sorted(samples))
+    # The name ends where a character that cannot continue a metric name comes.
+    sample = re.compile(rf"(?:{names})(?![a-zA-Z0-9_:])")
+    for candidate in _PLACEHOLDERS:
+        if needle not in candidate:
+            return _LineFilter(needle=needle, sample=sample, placeholder=f"{candidate} 0")
+    return None
+
+
+_SAMPLE_ENDS = ("", "_count", "_sum", "_bucket")  # what a family's samples add to its name
+
+
+def _families_that_may_name(name: str) -> set[str]:
+    """The families whose type, known only when they end, decides whether `name` is on
+    the page: a counter named `name` plus `_total` comes out as `name`; one named `name`,
+    when that ends with `_total`, loses it; and a counter not named with `_total` adds
+    it to each of its samples, so one holding a sample `name` hides it, and one holding
+    `name` without `_total` shows it."""
+    families = {name + _TOTAL}
+    held = [name]
+    if name.endswith(_TOTAL):
+        stem = name.removesuffix(_TOTAL)
+        families |= {name, stem}
+        held.append(stem)
+    for sample in held:
+        families.update(
+            sample.removesuffix(end) for end in _SAMPLE_ENDS[1:] if sample.endswith(end)
+        )
+    return families
 
 
 @dataclass

@@ -49,7 +49,11 @@ from rpp.adapters.pod_http import PER_POD_CONNECTIONS, PodTransport
 from rpp.model import spec
 from rpp.model.observations import ProbeResult
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN, proxy_host
-from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page_within
+from rpp.observe.metrics_text import (
+    MetricsTextError,
+    has_metric_within,
+    parse_metrics_page_within,
+)
 
 DEFAULT_CONCURRENCY = 2000
 """Pods probed at once (PROBE_CONCURRENCY): above any one controller's fleet today."""
@@ -275,30 +279,13 @@ async def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> Pr
     errors = []
     if not health.ok:
         errors.append(f"health {target.settings.health_path}: {health.error}")
-    metrics_ok = metrics.ok
     process_start = None
-    required = target.settings.require_metric
-    if metrics.ok and required is None and not target.read_process_start:
-        pass  # a 200 is all this loop needs from the metrics page
-    elif metrics.ok:
-        try:
-            # Prometheus's text format is UTF-8 by definition, whatever the header says.
-            text = metrics.body.decode("utf-8", "replace")
-            page = await parse_metrics_page_within(text, deadline=metrics.deadline)
-        except MetricsTextError as error:
-            # Only a pool that requires a metric needs the page to parse; for the others
-            # an unparseable page merely means no restart detection.
-            if required is not None:
-                metrics_ok = False
-                errors.append(f"metrics {target.settings.metrics_path}: {error}")
-        else:
-            process_start = page.process_start
-            if required is not None and not page.has_metric(required):
-                metrics_ok = False
-                errors.append(
-                    f"metrics {target.settings.metrics_path}: required metric "
-                    f"{required!r} is missing"
-                )
+    metrics_ok = metrics.ok
+    if metrics.ok:
+        problem, process_start = await _judge_page(target, metrics)
+        if problem is not None:
+            metrics_ok = False
+            errors.append(f"metrics {target.settings.metrics_path}: {problem}")
     else:
         errors.append(f"metrics {target.settings.metrics_path}: {metrics.error}")
     error_text = _redact("; ".join(errors), target.metrics_token) if errors else None
@@ -312,6 +299,32 @@ async def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> Pr
         process_start=process_start,
         hard_failure=health.hard or metrics.hard,
     )
+
+
+async def _judge_page(target: ProbeTarget, metrics: _Answer) -> tuple[str | None, float | None]:
+    """A 200 metrics page: what is wrong with it for the pool (None: nothing), and the
+    process start when the target asks for it."""
+    required = target.settings.require_metric
+    if required is None and not target.read_process_start:
+        return None, None  # a 200 is all this loop needs from the metrics page
+    # Prometheus's text format is UTF-8 by definition, whatever the header says.
+    text = metrics.body.decode("utf-8", "replace")
+    start = None
+    try:
+        if required is not None and not target.read_process_start:
+            # The steady case: only the lines that can name the metric are parsed.
+            present = await has_metric_within(text, required, deadline=metrics.deadline)
+        else:
+            page = await parse_metrics_page_within(text, deadline=metrics.deadline)
+            present = required is None or page.has_metric(required)
+            start = page.process_start
+    except MetricsTextError as error:
+        # Only a pool that requires a metric needs the page to parse; for the others
+        # an unparseable page merely means no restart detection.
+        return (None if required is None else str(error)), None
+    if not present:
+        return f"required metric {required!r} is missing", start
+    return None, start
 
 
 def proxy_url(pattern: str, *, pod_id: str, port: int) -> str:
