@@ -165,6 +165,29 @@ def test_a_spec_change_is_reconciled_within_two_seconds_not_at_the_next_interval
     virtual(body)
 
 
+def test_the_after_loop_hook_runs_once_a_loop_after_its_status_writes() -> None:
+    async def body(clock: VirtualClock) -> None:
+        w = world(clock, manifest("inference"))
+        loop = asyncio.get_running_loop()
+        calls: list[tuple[float, int]] = []
+
+        def after() -> None:
+            writes = [c for c in w.kube.calls if c.resource == "runpodpools/status"]
+            calls.append((loop.time(), len(writes)))
+
+        w.controller.loop.after_loop = after
+        stop = asyncio.Event()
+        running = asyncio.create_task(w.controller.loop.run(stop=stop))
+        await asyncio.sleep(75)  # loops at 0, 30 and 60 s
+        stop.set()
+        await running
+        await w.close()
+        assert [int(t // 30) for t, _ in calls] == [0, 1, 2]
+        assert all(writes >= n + 1 for n, (_, writes) in enumerate(calls))
+
+    virtual(body)
+
+
 def test_stop_lets_the_loop_under_way_finish_and_write_status_then_returns() -> None:
     async def body(clock: VirtualClock) -> None:
         w = world(clock, manifest("inference"))

@@ -21,7 +21,8 @@ import httpx
 import pytest
 
 from rpp.adapters.clock import ManualClock
-from rpp.adapters.pod_http import TLS_READ_BUFFER, PodTransport, trim_tls_buffers
+from rpp.adapters.pod_http import PodTransport
+from rpp.adapters.process_memory import TLS_READ_BUFFER, trim_tls_buffers
 from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget, make_transport
 from rpp.sim.hostile_pods import Hostile, HostilePods
 from rpp.sim.localhttp import Loopback, pod_pattern

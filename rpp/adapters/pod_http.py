@@ -33,7 +33,6 @@ travelled.
 from __future__ import annotations
 
 import asyncio
-import asyncio.sslproto
 import ssl
 from collections.abc import AsyncIterator
 
@@ -46,9 +45,6 @@ KEEPALIVE_S = 90.0  # above the reconcile interval, so a loop reuses the last lo
 DNS_TTL_S = 300
 DNS_CACHE_SIZE = 65_536
 _CHUNK = 64 * 1024
-
-TLS_READ_BUFFER = 16 * 1024
-"""One TLS record: what asyncio's TLS protocol needs per read. See `trim_tls_buffers`."""
 
 
 class PodTransport(httpx.AsyncBaseTransport):
@@ -157,21 +153,3 @@ class _Body(httpx.AsyncByteStream):
 def _connect_reason(error: aiohttp.ClientConnectorError) -> str:
     # "Cannot connect to host X:443 ssl:... [reason]": host and port, no path or query.
     return f"{type(error).__name__}: {error}"
-
-
-def trim_tls_buffers(size: int = TLS_READ_BUFFER) -> bool:
-    """Make asyncio's TLS connections allocate `size` bytes for reads instead of 256 KiB.
-
-    asyncio's `SSLProtocol` (CPython 3.11+) allocates `max_size` bytes, zero-filled, per TLS
-    connection, for the decrypted data of one read. The prober keeps two TLS connections
-    per pod alive, so at 1,000 pods that is 2,000 x 256 KiB, about half a GiB of resident
-    memory doing nothing; 16 KiB (one TLS record) serves each read just as well. The
-    attribute is private and process-wide, so this is called once, by `rpp run` only, and
-    does nothing (returns False) on a Python where it is missing or not the size this
-    was written against; tests/test_pod_http.py pins it on the Python the project runs.
-    """
-    current = getattr(asyncio.sslproto.SSLProtocol, "max_size", None)
-    if not isinstance(current, int) or current < size:
-        return False
-    asyncio.sslproto.SSLProtocol.max_size = size
-    return True

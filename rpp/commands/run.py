@@ -41,7 +41,7 @@ from rpp.adapters.kube import light_import
 from rpp.adapters.kube.api import KubeApi, KubeSettings
 from rpp.adapters.kube.redacting import RedactingKube
 from rpp.adapters.logs import configure_logging, layer_logger
-from rpp.adapters.pod_http import trim_tls_buffers
+from rpp.adapters.process_memory import release_free_heap, trim_tls_buffers
 from rpp.adapters.redaction import Redactor
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.asgi import ASGIApp, Server
@@ -203,6 +203,7 @@ class ControllerProcess:
             interval=config.reconcile_interval,
             metrics=self.metrics,
             secrets=(config.runpod_api_key,),
+            after_loop=release_free_heap,
         )
         self.elector = LeaderElector(
             kube=kube,

@@ -86,6 +86,7 @@ class ControllerLoop:
         stall_after: float | None = None,
         secrets: Sequence[str] = (),
         on_result: Callable[[PoolResult], None] | None = None,
+        after_loop: Callable[[], object] | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"the reconcile interval must be positive, got {interval}")
@@ -103,6 +104,7 @@ class ControllerLoop:
         )
         self._secrets = tuple(s for s in secrets if s)
         self.on_result = on_result
+        self.after_loop = after_loop  # `rpp run`: give the loop's freed memory back
         self._locks: dict[str, asyncio.Lock] = {}
         self._listed: tuple[Mapping[str, Any], ...] = ()  # the last listing of the pools
         self._generations: dict[str, int] = {}
@@ -274,6 +276,8 @@ class ControllerLoop:
                 except Exception as err:  # a bug in the loop itself: report, keep looping
                     self.progress.last_error = self._redact(f"the loop failed: {err!r}")
                     log.error("%s\n%s", self.progress.last_error, self._trace(err))
+                if self.after_loop is not None:
+                    self.after_loop()
                 wait = max(0.0, started + self.interval - loop.time())
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(wait):

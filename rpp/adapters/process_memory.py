@@ -1,0 +1,75 @@
+"""What `rpp run` does to its own memory: smaller TLS read buffers, free pages given back.
+
+Where it sits: outside observe -> decide -> act. `rpp run` calls `trim_tls_buffers` once
+at start and `release_free_heap` after each loop (rpp/controller/loop.py's
+`after_loop`); nothing else does, so the simulator and the tests keep asyncio and the
+allocator as they are.
+
+Why: a loop is a burst. At 1,000 members it holds a RunPod listing of 1,000 pods, 2,000
+answers from pods, every pool's status being read and written, all at once; then almost
+all of it is garbage. glibc's malloc gives freed pages back only from the top of its
+heap, so pages freed below a block still in use stay resident; `malloc_trim(0)` hands
+every whole free page back (madvise), wherever it is, in a few milliseconds. It does not
+reach Python's small objects, which live in pymalloc's 1 MiB arenas: an arena goes back
+only when all of it is free (docs/install.md, "What the goals cost").
+
+Where glibc is not the C library (musl, macOS), there is no `malloc_trim` and this does
+nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio.sslproto
+import ctypes
+import ctypes.util
+import logging
+from collections.abc import Callable
+from functools import lru_cache
+
+log = logging.getLogger(__name__)
+
+TLS_READ_BUFFER = 16 * 1024
+"""One TLS record: what asyncio's TLS protocol needs per read. See `trim_tls_buffers`."""
+
+
+def release_free_heap() -> bool:
+    """Return the C heap's free pages to the kernel; False where that is not possible."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
+@lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        log.debug("no malloc_trim in %s: free heap pages stay with the process", name)
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+def trim_tls_buffers(size: int = TLS_READ_BUFFER) -> bool:
+    """Make asyncio's TLS connections allocate `size` bytes for reads instead of 256 KiB.
+
+    asyncio's `SSLProtocol` (CPython 3.11+) allocates `max_size` bytes, zero-filled, per TLS
+    connection, for the decrypted data of one read. The prober keeps two TLS connections
+    per pod alive, so at 1,000 pods that is 2,000 x 256 KiB, about half a GiB of resident
+    memory doing nothing; 16 KiB (one TLS record) serves each read just as well. The
+    attribute is private and process-wide, so this is called once, by `rpp run` only, and
+    does nothing (returns False) on a Python where it is missing or not the size this
+    was written against; tests/test_pod_http.py pins it on the Python the project runs.
+    """
+    current = getattr(asyncio.sslproto.SSLProtocol, "max_size", None)
+    if not isinstance(current, int) or current < size:
+        return False
+    asyncio.sslproto.SSLProtocol.max_size = size
+    return True
