@@ -180,9 +180,9 @@ async def test_tls_bodies_arrive_whole_through_trimmed_tls_buffers(
 
 
 def test_the_tls_trim_leaves_a_smaller_buffer_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(asyncio.sslproto.SSLProtocol, "max_size", 8 * 1024)
+    monkeypatch.setattr(asyncio.sslproto.SSLProtocol, "max_size", 2 * 1024)
     assert not trim_tls_buffers()
-    assert asyncio.sslproto.SSLProtocol.max_size == 8 * 1024
+    assert asyncio.sslproto.SSLProtocol.max_size == 2 * 1024
 
 
 def test_one_base_url_for_every_pod_lifts_the_per_origin_limit() -> None:

@@ -28,8 +28,8 @@ from functools import lru_cache
 
 log = logging.getLogger(__name__)
 
-TLS_READ_BUFFER = 16 * 1024
-"""One TLS record: what asyncio's TLS protocol needs per read. See `trim_tls_buffers`."""
+TLS_READ_BUFFER = 4 * 1024
+"""Bytes asyncio's TLS protocol reads from the socket at once. See `trim_tls_buffers`."""
 
 
 def release_free_heap() -> bool:
@@ -61,9 +61,11 @@ def trim_tls_buffers(size: int = TLS_READ_BUFFER) -> bool:
     """Make asyncio's TLS connections allocate `size` bytes for reads instead of 256 KiB.
 
     asyncio's `SSLProtocol` (CPython 3.11+) allocates `max_size` bytes, zero-filled, per TLS
-    connection, for the decrypted data of one read. The prober keeps two TLS connections
-    per pod alive, so at 1,000 pods that is 2,000 x 256 KiB, about half a GiB of resident
-    memory doing nothing; 16 KiB (one TLS record) serves each read just as well. The
+    connection, for the encrypted bytes of one read from the socket. The prober keeps two
+    TLS connections per pod alive, so at 1,000 pods that is 2,000 x 256 KiB, about half a
+    GiB of resident memory doing nothing. A pod's answers are a few KiB, so 4 KiB serves
+    them in a read or two; a bigger answer (RunPod's listing) takes more reads of the
+    same socket, each a few microseconds, and every TLS record still arrives whole. The
     attribute is private and process-wide, so this is called once, by `rpp run` only, and
     does nothing (returns False) on a Python where it is missing or not the size this
     was written against; tests/test_pod_http.py pins it on the Python the project runs.

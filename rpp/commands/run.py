@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     # same secrets (the API key now, each pool's env Secret values as they are read).
     redactor = Redactor(always=(config.runpod_api_key,))
     configure_logging(config.log_level, config.log_format, redactor=redactor)
-    # Two TLS connections per pod: 16 KiB read buffers instead of 256 KiB each.
+    # Two TLS connections per pod: 4 KiB read buffers instead of 256 KiB each.
     trim_tls_buffers()
     # The Kubernetes client's few classes the adapter uses, not its 900 generated ones.
     light_import.install()
