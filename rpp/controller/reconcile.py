@@ -127,6 +127,9 @@ class PoolReconciler:
         self._loaded: dict[str, tuple[tuple[Any, ...], Pool]] = {}
         # Per pool, its last slots render, handed back to decide: they rarely change.
         self._slots: dict[str, RenderedSlots | None] = {}
+        # The listing the clash check last loaded, and its pools: each pool of a loop
+        # compares itself with the same listing, so it is loaded once a loop, not per pool.
+        self._listed: tuple[tuple[Mapping[str, Any], ...], list[Stored]] | None = None
 
     async def reconcile(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
         name = str(obj.get("metadata", {}).get("name", "?"))
@@ -265,9 +268,11 @@ class PoolReconciler:
     def _clashes(self, pool: Pool, obj: Mapping[str, Any], shared: Shared) -> list[str]:
         """What `rpp validate` would say of this pool beside the others listed, if it is
         the one of a clashing pair that waits."""
-        named = [(str((o.get("metadata") or {}).get("name") or ""), o) for o in shared.pools]
-        loaded = [(self._load(n, o)[0], o) for n, o in named if n and n != pool.name]
-        others = [Stored.from_object(p, o) for p, o in loaded if p is not None]
+        if self._listed is None or self._listed[0] is not shared.pools:
+            named = [(str((o.get("metadata") or {}).get("name") or ""), o) for o in shared.pools]
+            loaded = [(self._load(n, o)[0], o) for n, o in named if n]
+            self._listed = (shared.pools, [Stored.from_object(p, o) for p, o in loaded if p])
+        others = [other for other in self._listed[1] if other.pool.name != pool.name]
         return held_back(Stored.from_object(pool, obj), others)
 
     async def _observe(
