@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
-from rpp.adapters.process_memory import release_free_heap
+from rpp.adapters.process_memory import freeze_startup_objects, release_free_heap
 
 MIB = 1024 * 1024
 
@@ -27,3 +28,16 @@ def test_heap_pages_freed_between_live_blocks_go_back_to_the_kernel() -> None:
     after = resident_mib()
     assert before - after > 50, f"resident {before:.0f} MiB -> {after:.0f} MiB"
     assert len(kept) == 25
+
+
+def test_start_up_objects_are_kept_out_of_later_collections() -> None:
+    class Startup:
+        pass
+
+    made = [Startup() for _ in range(100)]
+    try:
+        freeze_startup_objects()
+        assert gc.get_freeze_count() >= len(made)
+        assert not any(obj is made for gen in range(3) for obj in gc.get_objects(gen))
+    finally:
+        gc.unfreeze()

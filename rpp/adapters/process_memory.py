@@ -1,9 +1,17 @@
-"""What `rpp run` does to its own memory: smaller TLS read buffers, free pages given back.
+"""What `rpp run` does to its own memory: smaller TLS read buffers, start-up objects kept
+out of the garbage collector's way, free pages given back.
 
-Where it sits: outside observe -> decide -> act. `rpp run` calls `trim_tls_buffers` once
-at start and `release_free_heap` after each loop (rpp/controller/loop.py's
-`after_loop`); nothing else does, so the simulator and the tests keep asyncio and the
-allocator as they are.
+Where it sits: outside observe -> decide -> act. `rpp run` calls `trim_tls_buffers` and
+`freeze_startup_objects` once at start and `release_free_heap` after each loop
+(rpp/controller/loop.py's `after_loop`); nothing else does, so the simulator and the
+tests keep asyncio, the collector and the allocator as they are.
+
+The collector: a full collection walks every object that can hold references, and the
+process's start (the Kubernetes client, pydantic's models, every module and class) is
+most of them; at 1,000 members full collections were a tenth of the profiled CPU
+(benchmarks/results/profiles/). Those objects live as long as the process, so
+`gc.freeze()` moves them where collections do not look; what a loop makes is collected
+as before.
 
 Why: a loop is a burst. At 1,000 members it holds a RunPod listing of 1,000 pods, 2,000
 answers from pods, every pool's status being read and written, all at once; then almost
@@ -22,6 +30,7 @@ from __future__ import annotations
 import asyncio.sslproto
 import ctypes
 import ctypes.util
+import gc
 import logging
 from collections.abc import Callable
 from functools import lru_cache
@@ -30,6 +39,12 @@ log = logging.getLogger(__name__)
 
 TLS_READ_BUFFER = 4 * 1024
 """Bytes asyncio's TLS protocol reads from the socket at once. See `trim_tls_buffers`."""
+
+
+def freeze_startup_objects() -> None:
+    """Collect the start's garbage, then keep what is left out of future collections."""
+    gc.collect()
+    gc.freeze()
 
 
 def release_free_heap() -> bool:

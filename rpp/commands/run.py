@@ -41,7 +41,11 @@ from rpp.adapters.kube import light_import
 from rpp.adapters.kube.api import KubeApi, KubeSettings
 from rpp.adapters.kube.redacting import RedactingKube
 from rpp.adapters.logs import configure_logging, layer_logger
-from rpp.adapters.process_memory import release_free_heap, trim_tls_buffers
+from rpp.adapters.process_memory import (
+    freeze_startup_objects,
+    release_free_heap,
+    trim_tls_buffers,
+)
 from rpp.adapters.redaction import Redactor
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.asgi import ASGIApp, Server
@@ -110,6 +114,7 @@ async def _main(config: Config, *, kubeconfig: str | None, redactor: Redactor) -
     settings = KubeSettings(namespace=namespace, crd_group=config.crd_group)
     kube = RealKubeApi(ApiClient(access.configuration), settings)
     process = ControllerProcess(config, kube=kube, clock=SystemClock(), redactor=redactor)
+    freeze_startup_objects()  # what start built lives as long as the process
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
