@@ -57,6 +57,7 @@ from typing import Any
 
 import fleet_census
 import httpx
+import profile_text
 import recording
 import trustme
 import yaml
@@ -101,18 +102,34 @@ profile, census = sys.argv[1], sys.argv[2]
 from rpp.cli import main
 sys.argv = ["rpp", "run"]
 if profile or census:  # SIGUSR1: the steady loops start; SIGUSR2: they end
-    import cProfile, signal
+    import cProfile, gc, json, signal, time
     import fleet_census
-    profiler = cProfile.Profile()
+    # CPU time, not wall time: on a shared machine a wall clock charges whatever ran
+    # when the process was descheduled.
+    profiler = cProfile.Profile(time.thread_time)
+    collected = {"0": [0, 0.0], "1": [0, 0.0], "2": [0, 0.0]}
+    began = [0.0]
+    def tally(phase, info):
+        if phase == "start":
+            began[0] = time.thread_time()
+        else:
+            row = collected[str(info["generation"])]
+            row[0] += 1
+            row[1] += time.thread_time() - began[0]
     def start(*_):
         if profile:
+            gc.callbacks.append(tally)
             profiler.enable()
         if census:
             fleet_census.start_tracing()
     def stop(*_):
         if profile:
             profiler.disable()
-            profiler.dump_stats(profile)
+            gc.callbacks.remove(tally)
+            profiler.dump_stats(profile + ".part")
+            with open(profile + ".gc.json", "w") as out:
+                json.dump(collected, out)
+            os.replace(profile + ".part", profile)
         if census:
             fleet_census.write_census(census)
     signal.signal(signal.SIGUSR1, start)
@@ -520,6 +537,13 @@ def main() -> int:
         help="after the largest size's steady loops, print malloc's heap and the live objects "
         "by type (a census taken inside rpp run on a signal; not written)",
     )
+    parser.add_argument(
+        "--write-profile",
+        action="store_true",
+        help="with --profile or --memory: write the profile or census to "
+        "benchmarks/results/profiles/ and the profile's shares to "
+        "benchmarks/results/fleet_profile*.json",
+    )
     parser.add_argument("--no-write", action="store_true", help="do not write fleet.json")
     parser.add_argument(
         "--refigure", action="store_true", help="recompute the results' figures, run nothing"
@@ -550,14 +574,9 @@ def main() -> int:
             measure(pools, members, tls=args.tls, loops=args.loops, profile=profile, census=census)
         )
         if profile:
-            import pstats
-
-            stats = pstats.Stats(profile)
-            stats.sort_stats("tottime").print_stats(25)
-            stats.sort_stats("cumulative").print_stats(40)
-            print(f"profile: {profile}")
+            report_profile(profile, measured[-1], started=started, write=args.write_profile)
         if census:
-            fleet_census.print_census(census)
+            report_census(census, measured[-1], started=started, write=args.write_profile)
     worst = 0.0
     for size in measured:
         print(f"{size['members']} members ({size['scheme']}):")
@@ -572,6 +591,91 @@ def main() -> int:
     if not args.no_write:
         write(started, measured, tls=args.tls)
     return 1 if worst > 2.0 else 0
+
+
+def profile_header(kind: str, size: dict[str, Any], started: dict[str, Any]) -> list[str]:
+    cpu = size["cpu_s_per_loop"]
+    return [
+        f"# benchmarks/bench_fleet.py {kind}: rpp run's steady loops",
+        f"command: {profile_text.command_line()}",
+        f"date: {started['date']}; machine: {started['cpu']}, {started['cpus']} CPUs, "
+        f"Python {started['python']}",
+        f"load average at start: {started['load_average_at_start']}, "
+        f"at end: {size['load_average_at_end']}",
+        f"fleet: {size['pools']} pools, {size['members']:,} members over {size['scheme']}, "
+        f"{len(size['loops'])} loops of {INTERVAL_S} s; the process's CPU per loop while "
+        f"traced: median {cpu['median']:.2f} s (min {cpu['min']:.2f}, max {cpu['max']:.2f}; "
+        "the tracing's own cost included)",
+    ]
+
+
+def report_profile(
+    path: str, size: dict[str, Any], *, started: dict[str, Any], write: bool
+) -> None:
+    import pstats
+
+    stats = pstats.Stats(path)
+    collected = json.loads(Path(path + ".gc.json").read_text())
+    total = profile_text.total_s(stats)
+    gc_s = sum(seconds for _, seconds in collected.values())
+    extra = [
+        "",
+        f"garbage collection (inside the areas above): {gc_s:.2f} s, "
+        f"{100 * gc_s / total:.1f}% of the profiled CPU; collections by generation: "
+        + ", ".join(f"gen{g} {n} ({s:.2f} s)" for g, (n, s) in collected.items()),
+    ]
+    header = profile_header("--profile", size, started)
+    text = profile_text.render(stats, header=header, extra=extra)
+    print(text)
+    if not write:
+        return
+    suffix = f"{size['pools']}x{size['members'] // size['pools']}"
+    tls = "_tls" if size["scheme"] == "https" else ""
+    written = profile_text.write(f"fleet_cpu_{suffix}{tls}.txt", text)
+    figures = profile_text.shares(stats)
+    figures["gc_share"] = f"{100 * gc_s / total:.0f}%"
+    results = recording.write(
+        f"fleet_profile{tls}",
+        benchmark="benchmarks/bench_fleet.py",
+        what=(
+            f"cProfile (main thread's CPU) of rpp run's steady loops at {size['members']:,} "
+            f"members over {size['scheme']}, as bench_fleet.py --profile --write-profile runs "
+            f"them; shares of the profiled CPU by area; the text is {written.relative_to(ROOT)}"
+        ),
+        started=started,
+        measured={
+            "profiled_cpu_s": total,
+            "areas": profile_text.areas(stats)[:20],
+            "gc": collected,
+            "size": {k: size[k] for k in ("pools", "members", "scheme", "cpu_s_per_loop")},
+        },
+        figures=figures,
+    )
+    print(f"written to {written.relative_to(ROOT)} and {results.relative_to(ROOT)}")
+
+
+def report_census(
+    path: str, size: dict[str, Any], *, started: dict[str, Any], write: bool
+) -> None:
+    from contextlib import redirect_stdout
+    from io import StringIO
+
+    buffer = StringIO()
+    with redirect_stdout(buffer):
+        fleet_census.print_census(path)
+    rss = f"{size['rss_mib']:.0f} MiB, peak {size['peak_rss_mib']:.0f} MiB"
+    header = [
+        *profile_header("--memory", size, started),
+        f"resident memory at the end: {rss} (tracemalloc's own tables included)",
+        "",
+    ]
+    text = "\n".join(header) + buffer.getvalue()
+    print(text)
+    if write:
+        suffix = f"{size['pools']}x{size['members'] // size['pools']}"
+        tls = "_tls" if size["scheme"] == "https" else ""
+        written = profile_text.write(f"fleet_memory_{suffix}{tls}.txt", text)
+        print(f"written to {written.relative_to(ROOT)}")
 
 
 def figures_of(measured: list[dict[str, Any]]) -> dict[str, str]:

@@ -12,7 +12,13 @@ wall time of each whole process, imports included, in benchmarks/results/simulat
   3-pod pool), its output thrown away.
 
     .venv/bin/python benchmarks/bench_simulate.py [--runs 3] [--hours 24]
-    .venv/bin/python benchmarks/bench_simulate.py --child 24 --profile   # cProfile's top
+    .venv/bin/python benchmarks/bench_simulate.py --profile [--write-profile]
+
+--profile runs the day once under cProfile (the CPU of the simulation alone, main
+thread) and prints it; with --write-profile it also writes
+benchmarks/results/profiles/simulate_cpu.txt and the shares by area to
+benchmarks/results/simulate_profile.json (benchmarks/profile_text.py). Neither touches
+simulate.json: the profiler's own cost is in its figures.
 """
 
 from __future__ import annotations
@@ -21,14 +27,17 @@ import argparse
 import cProfile
 import json
 import logging
+import os
 import pstats
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import profile_text
 import recording
 
 from rpp.sim.run import run_scenario
@@ -93,11 +102,12 @@ def scenario(hours: float) -> dict:
     }
 
 
-def child(hours: float, *, profile: bool) -> None:
-    """One simulation in this process; prints its own figures as JSON."""
+def child(hours: float, *, profile: str) -> None:
+    """One simulation in this process; prints its own figures as JSON, and with `profile`
+    writes cProfile's stats (the main thread's CPU) there."""
     logging.getLogger().addHandler(logging.NullHandler())
     loaded = parse_scenario(scenario(hours), source="bench")
-    profiler = cProfile.Profile() if profile else None
+    profiler = cProfile.Profile(time.thread_time) if profile else None
     cpu0, wall0 = time.process_time(), time.perf_counter()
     if profiler:
         profiler.enable()
@@ -119,7 +129,51 @@ def child(hours: float, *, profile: bool) -> None:
         )
     )
     if profiler:
-        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+        profiler.dump_stats(profile)
+
+
+def profiled(hours: float, *, write: bool) -> None:
+    """The day once under cProfile, printed, and with `write` checked in as evidence."""
+    started = recording.machine()
+    with tempfile.TemporaryDirectory(prefix="rpp-simulate-profile-") as tmp:
+        path = str(Path(tmp) / "simulate.prof")
+        argv = [sys.executable, __file__, "--child", f"{hours:g}", "--profile-out", path]
+        out = timed(argv)
+        figures = json.loads(out["stdout"])
+        stats = pstats.Stats(path)
+    header = [
+        f"# benchmarks/bench_simulate.py --profile: {hours:g}h of a 10-pod pool in rpp simulate",
+        f"command: {profile_text.command_line()}",
+        f"date: {started['date']}; machine: {started['cpu']}, {started['cpus']} CPUs, "
+        f"Python {started['python']}",
+        f"load average at start: {started['load_average_at_start']}, "
+        f"at end: {[round(x, 2) for x in os.getloadavg()]}",
+        f"{figures['loops']} loops; the simulation's CPU while profiled: "
+        f"{figures['simulation_cpu_s']:.1f} s (the profiler's own cost included; "
+        f"without it: benchmarks/results/simulate.json), process {out['process_cpu_s']:.1f} s",
+    ]
+    text = profile_text.render(stats, header=header)
+    print(text)
+    if not write:
+        return
+    written = profile_text.write("simulate_cpu.txt", text)
+    results = recording.write(
+        "simulate_profile",
+        benchmark="benchmarks/bench_simulate.py",
+        what=(
+            f"cProfile (main thread's CPU) of {hours:g}h of a 10-pod pool in rpp simulate, "
+            "as bench_simulate.py --profile --write-profile runs it; shares of the profiled "
+            f"CPU by area; the text is {written.relative_to(ROOT)}"
+        ),
+        started=started,
+        measured={
+            "profiled_cpu_s": profile_text.total_s(stats),
+            "areas": profile_text.areas(stats)[:20],
+            "child": figures,
+        },
+        figures=profile_text.shares(stats),
+    )
+    print(f"written to {written.relative_to(ROOT)} and {results.relative_to(ROOT)}")
 
 
 def timed(argv: list[str]) -> dict[str, Any]:
@@ -142,10 +196,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--child", type=float, help=argparse.SUPPRESS)
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-out", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true", help="one day under cProfile")
+    parser.add_argument(
+        "--write-profile", action="store_true", help="with --profile: check the profile in"
+    )
     args = parser.parse_args()
     if args.child is not None:
-        child(args.child, profile=args.profile)
+        child(args.child, profile=args.profile_out)
+        return
+    if args.profile:
+        profiled(args.hours, write=args.write_profile)
         return
     started = recording.machine()
     day: list[dict[str, Any]] = []
