@@ -671,11 +671,42 @@ def report_census(
     ]
     text = "\n".join(header) + buffer.getvalue()
     print(text)
-    if write:
-        suffix = f"{size['pools']}x{size['members'] // size['pools']}"
-        tls = "_tls" if size["scheme"] == "https" else ""
-        written = profile_text.write(f"fleet_memory_{suffix}{tls}.txt", text)
-        print(f"written to {written.relative_to(ROOT)}")
+    if not write:
+        return
+    suffix = f"{size['pools']}x{size['members'] // size['pools']}"
+    tls = "_tls" if size["scheme"] == "https" else ""
+    written = profile_text.write(f"fleet_memory_{suffix}{tls}.txt", text)
+    body = json.loads(Path(path).read_text())
+    pymalloc, malloc = body["pymalloc"], body["malloc"]
+    arenas = pymalloc.get("arenas allocated current", 0) * 2**20  # 1 MiB arenas
+    figures = {
+        "rss": f"{size['rss_mib']:.0f} MiB",
+        "pymalloc_arenas": f"{arenas / 2**20:.0f} MiB",
+        "pymalloc_in_use": f"{pymalloc.get('bytes in allocated blocks', 0) / 2**20:.0f} MiB",
+        "malloc_heap": f"{malloc['arena'] / 2**20:.0f} MiB",
+        "malloc_in_use": f"{malloc['uordblks'] / 2**20:.0f} MiB",
+        "malloc_free": f"{malloc['fordblks'] / 2**20:.0f} MiB",
+        "tracked_objects": f"{body['gc_objects']:,} objects",
+    }
+    results = recording.write(
+        f"fleet_memory{tls}",
+        benchmark="benchmarks/bench_fleet.py",
+        what=(
+            f"bench_fleet.py --memory --write-profile: the census of rpp run after its steady "
+            f"loops at {size['members']:,} members over {size['scheme']} (tracemalloc on during "
+            f"them); the text is {written.relative_to(ROOT)}"
+        ),
+        started=started,
+        measured={
+            "pymalloc": pymalloc,
+            "malloc": malloc,
+            "rss_by_mapping": body["rss_by_mapping"],
+            "gc_objects": body["gc_objects"],
+            "size": {k: size[k] for k in ("pools", "members", "scheme", "rss_mib")},
+        },
+        figures=figures,
+    )
+    print(f"written to {written.relative_to(ROOT)} and {results.relative_to(ROOT)}")
 
 
 def figures_of(measured: list[dict[str, Any]]) -> dict[str, str]:

@@ -67,9 +67,40 @@ def sources() -> dict[tuple[str, str], set[str]]:
     out: dict[tuple[str, str], set[str]] = {}
     for name, body in results().items():
         for text in body["figures"].values():
-            for claim in claims(text) or [figure(*text.split(" ", 1))]:
+            for claim in claims(text) or [plain(text)]:
                 out.setdefault(claim, set()).add(name)
     return out
+
+
+def plain(text: str) -> tuple[str, str]:
+    """A results figure stated bare: "2 members", "26%"."""
+    if text.endswith("%") and " " not in text:
+        return figure(text[:-1], "%")
+    number, _, unit = text.partition(" ")
+    return figure(number, unit)
+
+
+# The shares of CPU a profile gives, where the docs say what the goals cost.
+SHARE = re.compile(rf"(?<![\w.])({NUMBER})\s?%")
+COSTS = (ROOT / "docs" / "install.md", "## What the goals cost")
+
+
+def test_what_the_goals_cost_quotes_its_shares_from_checked_in_profiles() -> None:
+    doc, title = COSTS
+    text = doc.read_text()
+    assert title in text, f"{doc.relative_to(ROOT)} has no {title!r} section"
+    body = text.split(title, 1)[1].split("\n## ", 1)[0]
+    known = sources()
+    shares = [figure(n, "%") for n in SHARE.findall(body)]
+    assert shares, "the section names no share of a profile"
+    unsourced = [f"{n}%" for n, u in shares if (n, u) not in known]
+    assert not unsourced, f"{title!r} states {unsourced}, which no results file holds"
+    unnamed = {
+        f"{n}%": sorted(known[(n, u)])
+        for n, u in shares
+        if not any(f"benchmarks/results/{f}" in body for f in known[(n, u)])
+    }
+    assert not unnamed, f"{title!r} quotes {unnamed} without naming the file"
 
 
 def test_the_scanner_finds_speed_and_memory_claims_and_skips_settings() -> None:
