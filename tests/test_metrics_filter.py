@@ -10,6 +10,7 @@ metric is not found.
 from __future__ import annotations
 
 import asyncio
+import math
 from unittest import mock
 
 import pytest
@@ -17,7 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rpp.observe import metrics_text
-from rpp.observe.metrics_text import MetricsTextError, has_metric_within, parse_metrics_page
+from rpp.observe.metrics_text import (
+    MetricsPage,
+    MetricsTextError,
+    has_metric_within,
+    parse_metrics_page_within,
+)
 from rpp.sim.pod_metrics import DURATION, ProcessMetrics
 
 
@@ -27,6 +33,11 @@ def filtered(text: str, name: str) -> bool:
         return await has_metric_within(text, name, deadline=deadline)
 
     return asyncio.run(ask())
+
+
+def parse_metrics_page(text: str) -> MetricsPage:
+    """The whole page's parse, as the prober does it, without a deadline."""
+    return asyncio.run(parse_metrics_page_within(text, deadline=math.inf))
 
 
 def whole(text: str, name: str) -> bool:
