@@ -8,10 +8,10 @@ tests keep asyncio, the collector and the allocator as they are.
 
 The collector: a full collection walks every object that can hold references, and the
 process's start (the Kubernetes client, pydantic's models, every module and class) is
-most of them; at 1,000 members full collections were a tenth of the profiled CPU
-(benchmarks/results/profiles/). Those objects live as long as the process, so
-`gc.freeze()` moves them where collections do not look; what a loop makes is collected
-as before.
+many of them. Those live as long as the process, so `gc.freeze()` moves them where
+collections do not look; what a loop makes is collected as before. At 1,000 members full
+collections stayed at 9% of the profiled CPU after it (benchmarks/results/fleet_profile.json):
+the objects the loops keep are most of what they walk.
 
 Why: a loop is a burst. At 1,000 members it holds a RunPod listing of 1,000 pods, 2,000
 answers from pods, every pool's status being read and written, all at once; then almost
