@@ -13,7 +13,7 @@ What runs, each in its own process, all on 127.0.0.1:
 - rpp/sim/kube_standin.py: a Kubernetes API stand-in (not kmock, whose request history
   slows it down over minutes), holding the pools, their env Secrets and slot ConfigMaps.
 - `rpp run` itself, reconciling every 30 s, as deployed but for one thing: the names
-  `{podId}-80.proxy.runpod.net` resolve to 127.0.0.1 (socket.getaddrinfo is wrapped before
+  `{podId}-80.proxy.runpod.net` resolve to 127.0.0.1 (aiohttp's resolver is wrapped before
   `rpp`'s main runs), so every pod is its own origin, as behind RunPod's proxy.
 
 It waits until every pool holds its members Ready, then measures LOOPS loops of the steady
@@ -75,6 +75,7 @@ TOKEN = "bench-metrics-token"
 LATENCY_S = 0.2
 INTERVAL_S = 30
 SCRAPE_AFTER_S = 20.0
+EXTRA_ENV: dict[str, str] = {}  # --env: settings tried on rpp run (results not written)
 CAPACITY_CPU_S = 10.0  # a loop's CPU kept under a third of the 30 s interval, on one core
 
 GOALS = {
@@ -88,16 +89,18 @@ GOALS = {
 # packages only the dev extra installs (some libraries import optional extras when they are
 # present: httpx its CLI's rich, kubernetes.aio kubernetes_validate), as in the image.
 CONTROLLER = """
-import os, socket, sys
+import os, sys
 for name in os.environ.pop("RPP_BENCH_NOT_INSTALLED", "").split(","):
     if name and name not in sys.modules:
         sys.modules[name] = None
-_real = socket.getaddrinfo
-def _loopback(host, *args, **kwargs):
-    if isinstance(host, str) and host.endswith(".proxy.runpod.net"):
+# aiohttp's resolver, not socket.getaddrinfo, which an event loop may bypass (uvloop does).
+import aiohttp.resolver
+_resolve = aiohttp.resolver.ThreadedResolver.resolve
+async def _loopback(self, host, *args, **kwargs):
+    if host.endswith(".proxy.runpod.net"):
         host = "127.0.0.1"
-    return _real(host, *args, **kwargs)
-socket.getaddrinfo = _loopback
+    return await _resolve(self, host, *args, **kwargs)
+aiohttp.resolver.ThreadedResolver.resolve = _loopback
 profile, census = sys.argv[1], sys.argv[2]
 from rpp.cli import main
 sys.argv = ["rpp", "run"]
@@ -358,6 +361,7 @@ def fleet(
                 RPP_BENCH_FRAMES=os.environ.get("RPP_BENCH_FRAMES", "1"),
                 RPP_BENCH_NOT_INSTALLED=",".join(not_installed_in_production()),
             )
+            env.update(EXTRA_ENV)
             controller = Process(
                 [sys.executable, "-c", CONTROLLER, profile, census],
                 log=work / "rpp-run.log",
@@ -546,6 +550,13 @@ def main() -> int:
     )
     parser.add_argument("--no-write", action="store_true", help="do not write fleet.json")
     parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for rpp run, e.g. PROBE_CONCURRENCY=250 (to compare; not written)",
+    )
+    parser.add_argument(
         "--refigure", action="store_true", help="recompute the results' figures, run nothing"
     )
     parser.add_argument(
@@ -556,6 +567,12 @@ def main() -> int:
         refigure()
         return 0
     INTERVAL_S = args.interval
+    for item in args.env:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            parser.error(f"--env {item!r}: give NAME=VALUE")
+        EXTRA_ENV[name] = value
+        args.no_write = True
     if args.profile or args.memory:
         args.no_write = True
     if args.interval != 30:

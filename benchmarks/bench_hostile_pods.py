@@ -37,7 +37,7 @@ from typing import Any
 import recording
 
 from rpp.adapters.clock import ManualClock
-from rpp.adapters.pod_http import PodTransport
+from rpp.adapters.pod_http import PodHttpClient
 from rpp.observe.prober import DEFAULT_METRICS_LIMIT, Prober, ProbeSettings, ProbeTarget
 from rpp.sim.hostile_pods import HOSTILE, HostilePods
 from rpp.sim.localhttp import Loopback, pod_pattern
@@ -57,9 +57,9 @@ def serve(conn: Connection) -> None:
 
 
 async def sweep(port: int, metrics_limit: int) -> dict[str, Any]:
-    async with PodTransport(resolver=Loopback()) as transport:
+    async with PodHttpClient(resolver=Loopback()) as client:
         prober = Prober(
-            transport=transport, url_pattern=pod_pattern("http", port), metrics_limit=metrics_limit
+            client=client, url_pattern=pod_pattern("http", port), metrics_limit=metrics_limit
         )
         settings = ProbeSettings(require_metric="app_queue_length")
         targets = [ProbeTarget(pod_id=p, settings=settings) for p in [*HOSTILE, *HEALTHY]]

@@ -5,10 +5,10 @@ Not a test: it asserts nothing; it prints each figure beside its goal. Run it by
     .venv/bin/python benchmarks/bench_probe_sweep.py [--pods 1000] [--latency 0.2]
         [--tls] [--parse] [--concurrency N] [--sweeps 4] [--write]
 
-What it measures: the prober as `rpp run` builds it (`make_transport`, `Prober`), in
+What it measures: the prober as `rpp run` builds it (`make_client`, `Prober`), in
 this process, against pods served by another process (so the pods' CPU is not counted).
 As behind RunPod's proxy, every pod is its own host name (`pod0001-80.proxy.test`), all
-resolved to 127.0.0.1 by an aiohttp resolver given to the transport; `--tls` serves them
+resolved to 127.0.0.1 by an aiohttp resolver given to the client; `--tls` serves them
 over TLS with a throwaway CA (trustme), verification on, as production does. The first
 sweep opens every connection (and handshakes); the later ones reuse them, as the loops of
 a running controller do. CPU is user + sys of this process. `--parse` reads every metrics
@@ -36,9 +36,9 @@ import recording
 import trustme
 
 from rpp.adapters.clock import SystemClock
-from rpp.adapters.pod_http import PodTransport, trim_tls_buffers
-from rpp.observe.prober import DEFAULT_CONCURRENCY, Prober, ProbeSettings, ProbeTarget
-from rpp.observe.prober import make_transport as prober_transport
+from rpp.adapters.pod_http import PodHttpClient
+from rpp.adapters.process_memory import trim_tls_buffers
+from rpp.observe.prober import DEFAULT_CONCURRENCY, Prober, ProbeSettings, ProbeTarget, make_client
 from rpp.sim.hostile_pods import HostilePods
 from rpp.sim.localhttp import POD_DOMAIN, Loopback, pod_pattern
 
@@ -77,12 +77,12 @@ async def sweeps(
     scheme = "https" if args.tls else "http"
     pattern = pod_pattern(scheme, port)
     # As `rpp run` builds it, but for the test names (-> 127.0.0.1) and the test CA.
-    transport = PodTransport(
-        per_host=prober_transport(url_pattern=pattern).per_host,
+    client = PodHttpClient(
+        per_host=make_client(url_pattern=pattern).per_host,
         ssl_context=client_tls,
         resolver=Loopback(),
     )
-    prober = Prober(transport=transport, url_pattern=pattern, concurrency=args.concurrency)
+    prober = Prober(client=client, url_pattern=pattern, concurrency=args.concurrency)
     settings = ProbeSettings(require_metric="app_queue_length" if args.parse else None)
     targets = [
         ProbeTarget(pod_id=f"pod{i:04d}", settings=settings, read_process_start=args.parse)
@@ -106,7 +106,7 @@ async def sweeps(
         if passed != args.pods:
             errors = sorted({r.error or "?" for r in results.values() if not r.passed})
             print(f"  failures: {errors[:5]}")
-    await transport.aclose()
+    await client.aclose()
     return runs
 
 

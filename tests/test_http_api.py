@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rpp.act.executor import Executor
 from rpp.adapters.clock import SystemClock
 from rpp.adapters.kube.api import KubeSettings
+from rpp.adapters.pod_http import PodHttpClient
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.http_api import HttpApi, sd_groups
 from rpp.controller.loop import ControllerLoop
@@ -153,7 +154,7 @@ def test_healthz_turns_503_with_the_reason_when_the_loop_stalls() -> None:
         reconciler = PoolReconciler(
             kube=kube,
             executor=Executor(runpod=runpod, kube=kube),
-            prober=Prober(transport=httpx.AsyncHTTPTransport()),
+            prober=Prober(client=PodHttpClient()),
             prometheus=PrometheusClient(base_url=None, client=http),
             clock=clock,
         )

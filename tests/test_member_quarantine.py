@@ -11,16 +11,18 @@ replacement, the last wired pod never taken out, and the prober telling hard fai
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
-import httpx
 import pytest
 import yaml
 
+from rpp.adapters.pod_http import PodAnswer, PodRequest, PodUnreachable
 from rpp.model.effects import RecordEvent, Unwire, Wire
 from rpp.model.members import MemberRecord, Quarantine
 from rpp.model.status import PoolStatus
 from rpp.observe.prober import Prober, ProbeTarget
+from tests.pod_fakes import ScriptedPods
 from tests.stories.world_kit import Story, pool_manifest, story
 from tests.test_member_machine import BLOCKED, FIRES, T0, run
 
@@ -167,23 +169,24 @@ def test_the_last_wired_pod_is_never_quarantined() -> None:
 async def test_the_prober_tells_hard_failures_from_other_answers(
     status: int, body: bytes, hard: bool
 ) -> None:
-    def answer(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, stream=httpx.ByteStream(body))  # unread, as on a network
+    async def answer(request: PodRequest, *, limit: int) -> PodAnswer:
+        return PodAnswer(status, body)
 
-    prober = Prober(transport=httpx.MockTransport(answer), url_pattern="http://fake")
+    prober = Prober(client=ScriptedPods(answer), url_pattern="http://fake")
     result = await prober.probe_one(ProbeTarget(pod_id="podabc"))
     assert result.hard_failure is hard
     assert result.passed is (status == 200)
 
 
 async def test_the_prober_counts_no_connection_as_hard_and_a_timeout_as_not() -> None:
-    def refused(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused")
+    async def refused(request: PodRequest, *, limit: int) -> PodAnswer:
+        raise PodUnreachable("ClientConnectorError: connection refused")
 
-    def slow(request: httpx.Request) -> httpx.Response:
-        raise httpx.ReadTimeout("timed out")
+    async def slow(request: PodRequest, *, limit: int) -> PodAnswer:
+        await asyncio.sleep(1)
+        return PodAnswer(200, b"too late")
 
-    for transport, hard in ((refused, True), (slow, False)):
-        prober = Prober(transport=httpx.MockTransport(transport), url_pattern="http://fake")
+    for answer, hard in ((refused, True), (slow, False)):
+        prober = Prober(client=ScriptedPods(answer), url_pattern="http://fake", timeout_s=0.05)
         result = await prober.probe_one(ProbeTarget(pod_id="podabc"))
         assert (result.passed, result.hard_failure) == (False, hard)

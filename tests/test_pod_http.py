@@ -1,4 +1,4 @@
-"""The prober's transport (aiohttp under httpx's interface) over real TLS, one origin per pod.
+"""The prober's HTTP client (aiohttp) over real TLS, one origin per pod.
 
 Pods are local, each its own host name over TLS with verification on, as behind RunPod's
 proxy. The regression this file exists for: httpcore 1.0.9 leaked a pool slot whenever a
@@ -17,15 +17,14 @@ import datetime as dt
 import random
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 
 from rpp.adapters.clock import ManualClock
-from rpp.adapters.pod_http import PodTransport
+from rpp.adapters.pod_http import PodHttpClient, PodRequest
 from rpp.adapters.process_memory import TLS_READ_BUFFER, trim_tls_buffers
-from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget, make_transport
+from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget, make_client
 from rpp.sim.hostile_pods import Hostile, HostilePods
-from rpp.sim.localhttp import Loopback, pod_pattern
+from rpp.sim.localhttp import POD_DOMAIN, Loopback, pod_pattern
 from tests.certificates import Certificates
 
 START = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -100,8 +99,8 @@ async def test_slow_connects_cut_by_the_timeout_leave_no_pod_unprobeable(
     async with pods.serve(tls=certificates.server) as backend:
         gate = SlowConnects(backend)
         async with gate.serve() as port:
-            transport = PodTransport(ssl_context=certificates.client, resolver=Loopback())
-            prober = Prober(transport=transport, url_pattern=pod_pattern("https", port))
+            client = PodHttpClient(ssl_context=certificates.client, resolver=Loopback())
+            prober = Prober(client=client, url_pattern=pod_pattern("https", port))
             # Connects take 0-0.4 s against a 0.2 s timeout: cancelled before, during and
             # after the TLS handshake, several times over.
             gate.delay = (0.0, 0.4)
@@ -114,7 +113,7 @@ async def test_slow_connects_cut_by_the_timeout_leave_no_pod_unprobeable(
             calm = ProbeSettings(timeout_s=10.0)
             after = await prober.probe(ProbeTarget(pod_id=p, settings=calm) for p in pod_ids)
             again = await prober.probe(ProbeTarget(pod_id=p, settings=calm) for p in pod_ids)
-            await transport.aclose()
+            await client.aclose()
     cut = sum(not r.passed for sweep in storms for r in sweep.values())
     assert cut > 0  # the storm did cut probes mid set-up
     assert all(r.passed for r in after.values()), {p: r.error for p, r in after.items()}
@@ -130,12 +129,12 @@ async def test_each_pod_keeps_its_own_connections_from_loop_to_loop(
         gate = SlowConnects(backend)
         async with gate.serve() as port:
             resolver = Loopback()
-            transport = PodTransport(ssl_context=certificates.client, resolver=resolver)
-            prober = Prober(transport=transport, url_pattern=pod_pattern("https", port))
+            client = PodHttpClient(ssl_context=certificates.client, resolver=resolver)
+            prober = Prober(client=client, url_pattern=pod_pattern("https", port))
             for _ in range(3):
                 results = await prober.probe(ProbeTarget(pod_id=p) for p in pod_ids)
                 assert all(r.passed for r in results.values())
-            await transport.aclose()
+            await client.aclose()
     # Health and metrics side by side: two connections and one name lookup per pod, once.
     assert gate.connections == 2 * len(pod_ids)
     assert resolver.lookups == len(pod_ids)
@@ -147,13 +146,13 @@ async def test_a_wrong_certificate_fails_the_probe_with_a_connection_error() -> 
     pods = HostilePods(clock=ManualClock(START), hostile={})
     async with (
         pods.serve(tls=other.server) as port,
-        PodTransport(ssl_context=trusting_nobody, resolver=Loopback()) as transport,
+        PodHttpClient(ssl_context=trusting_nobody, resolver=Loopback()) as client,
     ):
-        prober = Prober(transport=transport, url_pattern=pod_pattern("https", port))
+        prober = Prober(client=client, url_pattern=pod_pattern("https", port))
         result = (await prober.probe([ProbeTarget(pod_id="pod1", metrics_token="s3cr3t")]))["pod1"]
     assert not result.passed
     assert result.error is not None
-    assert "connection failed (ConnectError: ClientConnectorCertificateError" in result.error
+    assert "connection failed (ClientConnectorCertificateError" in result.error
     assert "s3cr3t" not in result.error
 
 
@@ -170,13 +169,14 @@ async def test_tls_bodies_arrive_whole_through_trimmed_tls_buffers(
     )
     async with (
         pods.serve(tls=certificates.server) as port,
-        PodTransport(ssl_context=certificates.client, resolver=Loopback()) as transport,
+        PodHttpClient(ssl_context=certificates.client, resolver=Loopback()) as client,
     ):
         url = pod_pattern("https", port).format(pod_id="big", port=80) + "/metrics"
-        response = await transport.handle_async_request(httpx.Request("GET", url))
-        body = await response.aread()
-    assert response.status_code == 200
-    assert body == b"a 1\n" * (1024 * 1024 // 4 - 1)
+        host = "big-80." + POD_DOMAIN
+        request = PodRequest(url=url, host=host, user_agent="test")
+        answer = await client.get(request, limit=2 * 1024 * 1024)
+    assert answer.status == 200
+    assert answer.body == b"a 1\n" * (1024 * 1024 // 4 - 1)
 
 
 def test_the_tls_trim_leaves_a_smaller_buffer_alone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,7 +186,7 @@ def test_the_tls_trim_leaves_a_smaller_buffer_alone(monkeypatch: pytest.MonkeyPa
 
 
 def test_one_base_url_for_every_pod_lifts_the_per_origin_limit() -> None:
-    per_pod = make_transport(url_pattern="https://{pod_id}-{port}.proxy.runpod.net")
-    one_base = make_transport(url_pattern="http://127.0.0.1:9000")
+    per_pod = make_client(url_pattern="https://{pod_id}-{port}.proxy.runpod.net")
+    one_base = make_client(url_pattern="http://127.0.0.1:9000")
     assert per_pod.per_host == 2
     assert one_base.per_host == 0  # else every pod would share two connections

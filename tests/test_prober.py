@@ -7,10 +7,10 @@ import datetime as dt
 import logging
 from collections.abc import AsyncIterator, MutableMapping
 
-import httpx
 import pytest
 
 from rpp.adapters.clock import ManualClock
+from rpp.adapters.pod_http import PodHttpClient
 from rpp.model.observations import ProbeResult
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN
 from rpp.model.spec_load import load_spec
@@ -19,12 +19,13 @@ from rpp.observe.prober import (
     Prober,
     ProbeSettings,
     ProbeTarget,
-    make_transport,
+    make_client,
     probe_settings_from_spec,
     proxy_url,
     url_pattern_from,
 )
 from rpp.sim.asgi_io import Receive, Scope, Send, send_bytes
+from rpp.sim.in_process import InProcessPods
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import serve_local
 
@@ -57,14 +58,14 @@ async def fleet() -> AsyncIterator[Fleet]:
 
 
 @pytest.fixture
-async def transport() -> AsyncIterator[httpx.AsyncBaseTransport]:
+async def client() -> AsyncIterator[PodHttpClient]:
     # One base URL for every pod (the local proxy routes on Host), as RUNPOD_PROXY_URL gives.
-    async with make_transport(url_pattern="http://127.0.0.1:9") as transport:
-        yield transport
+    async with make_client(url_pattern="http://127.0.0.1:9") as client:
+        yield client
 
 
-def prober_for(fleet: Fleet, transport: httpx.AsyncBaseTransport, **kwargs: object) -> Prober:
-    return Prober(transport=transport, url_pattern=fleet.base, **kwargs)  # type: ignore[arg-type]
+def prober_for(fleet: Fleet, client: PodHttpClient, **kwargs: object) -> Prober:
+    return Prober(client=client, url_pattern=fleet.base, **kwargs)  # type: ignore[arg-type]
 
 
 async def probe_one(
@@ -75,11 +76,11 @@ async def probe_one(
 
 
 async def test_healthy_pod_passes_with_latencies_and_its_process_start(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a", metrics_token=TOKEN)
     result = await probe_one(
-        prober_for(fleet, transport), "pod-a", settings=SETTINGS, metrics_token=TOKEN
+        prober_for(fleet, client), "pod-a", settings=SETTINGS, metrics_token=TOKEN
     )
     assert result.passed
     assert result.health_ok
@@ -92,10 +93,10 @@ async def test_healthy_pod_passes_with_latencies_and_its_process_start(
 
 
 async def test_dead_pod_fails_both_probes_with_the_proxy_status(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a").die()
-    result = (await prober_for(fleet, transport).probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
+    result = (await prober_for(fleet, client).probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
     assert not result.passed
     assert not result.health_ok
     assert not result.metrics_ok
@@ -103,13 +104,13 @@ async def test_dead_pod_fails_both_probes_with_the_proxy_status(
 
 
 async def test_hung_pod_fails_after_the_timeout_not_later(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a").hang()
     loop = asyncio.get_running_loop()
     started = loop.time()
     result = await probe_one(
-        prober_for(fleet, transport, timeout_s=0.3), "pod-a", settings=SETTINGS, metrics_token=None
+        prober_for(fleet, client, timeout_s=0.3), "pod-a", settings=SETTINGS, metrics_token=None
     )
     elapsed = loop.time() - started
     # The hang never ends, so any end at all is the timeout's; the wide upper bound is only
@@ -123,20 +124,20 @@ async def test_hung_pod_fails_after_the_timeout_not_later(
 
 
 async def test_slow_pod_passes_and_reports_its_metrics_latency(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a").slow(0.25)
-    result = (await prober_for(fleet, transport).probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
+    result = (await prober_for(fleet, client).probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
     assert result.passed
     assert result.metrics_latency_s is not None
     assert result.metrics_latency_s >= 0.25
 
 
 async def test_rejected_or_missing_token_fails_metrics_with_the_pods_status(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a", metrics_token=TOKEN)
-    prober = prober_for(fleet, transport)
+    prober = prober_for(fleet, client)
     wrong = "wrong-token-771"
     rejected = (await prober.probe([ProbeTarget(pod_id="pod-a", metrics_token=wrong)]))["pod-a"]
     absent = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
@@ -161,52 +162,53 @@ class EchoingPod:
 
 
 async def test_a_token_the_pod_quotes_back_is_cut_from_the_error_and_no_log_carries_it(
-    transport: httpx.AsyncBaseTransport, caplog: pytest.LogCaptureFixture
+    client: PodHttpClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     pod = EchoingPod()
     strict = ProbeSettings(require_metric="up")  # so the page's parse error is reported
     async with serve_local(pod) as port:
-        prober = Prober(transport=transport, url_pattern=f"http://127.0.0.1:{port}")
+        prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}")
         result = await probe_one(prober, "pod-a", settings=strict, metrics_token=TOKEN)
     assert f"/metrics?token={TOKEN}" in pod.asked  # the token went out, and came back
     quoted = f"could not convert string to float: '/metrics?token={REDACTED}'"
     assert result.error is not None
     assert result.error.endswith(f"not Prometheus text format: {quoted}"), result.error
     assert TOKEN not in result.error
-    # Nothing on the probe's path logs its URL (httpx's client would, at INFO).
+    # Nothing on the probe's path logs its URL (an httpx client would, at INFO).
     assert [r.getMessage() for r in caplog.records if TOKEN in r.getMessage()] == []
 
 
 async def test_token_goes_in_the_pools_query_parameter(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a", metrics_token=TOKEN, token_param="key")
     settings = ProbeSettings(token_param="key")
     result = await probe_one(
-        prober_for(fleet, transport), "pod-a", settings=settings, metrics_token=TOKEN
+        prober_for(fleet, client), "pod-a", settings=settings, metrics_token=TOKEN
     )
     assert result.passed
 
 
 async def test_unreachable_proxy_gives_a_connection_error_without_the_token(
-    transport: httpx.AsyncBaseTransport,
+    client: PodHttpClient,
 ) -> None:
     async with serve_local(HostRouter({})) as port:
         pass  # the port is now closed: nothing listens there
-    prober = Prober(transport=transport, url_pattern=f"http://127.0.0.1:{port}")
+    prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}")
     result = (await prober.probe([ProbeTarget(pod_id="pod-a", metrics_token=TOKEN)]))["pod-a"]
     assert not result.passed
     assert result.error is not None
-    assert "connection failed (ConnectError" in result.error
+    reason = "ClientConnectorError: Cannot connect to host 127.0.0.1"
+    assert f"connection failed ({reason}" in result.error
     assert TOKEN not in result.error
 
 
 async def test_missing_required_metric_fails_the_probe_and_names_the_metric(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a")
-    prober = prober_for(fleet, transport)
+    prober = prober_for(fleet, client)
     missing = ProbeSettings(require_metric="vllm_num_requests_waiting")
     present = ProbeSettings(require_metric="app_queue_length")
     failed = await probe_one(prober, "pod-a", settings=missing, metrics_token=None)
@@ -225,10 +227,10 @@ async def not_prometheus(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 async def test_unparseable_metrics_page_passes_unless_a_metric_is_required(
-    transport: httpx.AsyncBaseTransport,
+    client: PodHttpClient,
 ) -> None:
     async with serve_local(not_prometheus) as port:
-        prober = Prober(transport=transport, url_pattern=f"http://127.0.0.1:{port}")
+        prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}")
         plain = (await prober.probe([ProbeTarget(pod_id="x")]))["x"]
         strict = (
             await prober.probe(
@@ -252,7 +254,7 @@ def big_page(required: str) -> bytes:
 
 
 async def test_a_page_of_mostly_other_metrics_is_judged_on_its_required_metric(
-    transport: httpx.AsyncBaseTransport,
+    client: PodHttpClient,
 ) -> None:
     pages = {
         "with": big_page('# TYPE vllm_waiting gauge\nvllm_waiting{model="m"} 2\n'),
@@ -269,7 +271,7 @@ async def test_a_page_of_mostly_other_metrics_is_judged_on_its_required_metric(
 
     settings = ProbeSettings(require_metric="vllm_waiting", timeout_s=30)
     async with serve_local(serve) as port:
-        prober = Prober(transport=transport, url_pattern=f"http://127.0.0.1:{port}")
+        prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}")
         results = await prober.probe(
             ProbeTarget(pod_id=pod, settings=settings, read_process_start=False) for pod in pages
         )
@@ -281,11 +283,9 @@ async def test_a_page_of_mostly_other_metrics_is_judged_on_its_required_metric(
     )
 
 
-async def test_restart_shows_as_a_newer_process_start(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
-) -> None:
+async def test_restart_shows_as_a_newer_process_start(fleet: Fleet, client: PodHttpClient) -> None:
     pod = fleet.add("pod-a")
-    prober = prober_for(fleet, transport)
+    prober = prober_for(fleet, client)
     before = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"].process_start
     pod.restart(fleet.clock.advance(90))
     after = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"].process_start
@@ -294,10 +294,10 @@ async def test_restart_shows_as_a_newer_process_start(
 
 
 async def test_process_start_is_read_only_when_asked_but_a_required_metric_always_is(
-    fleet: Fleet, transport: httpx.AsyncBaseTransport
+    fleet: Fleet, client: PodHttpClient
 ) -> None:
     fleet.add("pod-a")
-    prober = prober_for(fleet, transport)
+    prober = prober_for(fleet, client)
     quick = await prober.probe([ProbeTarget(pod_id="pod-a", read_process_start=False)])
     assert quick["pod-a"].passed
     assert quick["pod-a"].process_start is None
@@ -309,7 +309,7 @@ async def test_process_start_is_read_only_when_asked_but_a_required_metric_alway
     assert "no_such_metric" in (strict["pod-a"].error or "")
 
 
-async def test_concurrency_is_bounded_and_used(transport: httpx.AsyncBaseTransport) -> None:
+async def test_concurrency_is_bounded_and_used(client: PodHttpClient) -> None:
     pods: dict[str, FakeInferencePod] = {}
     router = HostRouter(pods)
     in_flight: set[str] = set()
@@ -330,7 +330,7 @@ async def test_concurrency_is_bounded_and_used(transport: httpx.AsyncBaseTranspo
         pods[f"p{i}"] = FakeInferencePod(pod_id=f"p{i}", clock=clock)
         pods[f"p{i}"].slow(0.1)
     async with serve_local(counting) as port:
-        prober = Prober(transport=transport, url_pattern=f"http://127.0.0.1:{port}", concurrency=3)
+        prober = Prober(client=client, url_pattern=f"http://127.0.0.1:{port}", concurrency=3)
         loop = asyncio.get_running_loop()
         started = loop.time()
         results = await prober.probe(ProbeTarget(pod_id=p) for p in pods)
@@ -341,20 +341,19 @@ async def test_concurrency_is_bounded_and_used(transport: httpx.AsyncBaseTranspo
     assert elapsed >= 0.3  # 9 pods / 3 at a time x 0.1 s
 
 
-async def test_in_process_transport_probes_without_sockets() -> None:
+async def test_in_process_client_probes_without_sockets() -> None:
     pods = {"pod-a": FakeInferencePod(pod_id="pod-a", clock=ManualClock(START))}
-    in_process = httpx.ASGITransport(app=HostRouter(pods))
-    prober = Prober(transport=in_process, url_pattern="http://proxy.invalid")
+    prober = Prober(client=InProcessPods(HostRouter(pods).respond), url_pattern="http://x.invalid")
     result = (await prober.probe([ProbeTarget(pod_id="pod-a")]))["pod-a"]
     assert result.passed
     assert result.process_start == START.timestamp()
 
 
 async def test_a_pod_id_that_makes_no_valid_url_fails_its_probe_not_the_sweep(
-    transport: httpx.AsyncBaseTransport,
+    client: PodHttpClient,
 ) -> None:
     bad = "x\r\nInjected: 1"
-    prober = Prober(transport=transport, url_pattern="http://{pod_id}.invalid:{port}")
+    prober = Prober(client=client, url_pattern="http://{pod_id}.invalid:{port}")
     results = await prober.probe([ProbeTarget(pod_id=bad)])
     assert not results[bad].passed
     assert results[bad].error == (
@@ -374,11 +373,11 @@ def test_proxy_urls_follow_runpods_pattern_or_one_base() -> None:
 def test_bad_proxy_settings_are_refused_with_a_clear_message() -> None:
     with pytest.raises(ValueError, match=r"RUNPOD_PROXY_URL 'ftp://x' is not an http\(s\) URL"):
         url_pattern_from("ftp://x")
-    transport = httpx.AsyncHTTPTransport()
+    client = PodHttpClient()
     with pytest.raises(ValueError, match=r"pattern 'https://\{podid\}' is invalid"):
-        Prober(transport=transport, url_pattern="https://{podid}")
+        Prober(client=client, url_pattern="https://{podid}")
     with pytest.raises(ValueError, match="concurrency must be at least 1, got 0"):
-        Prober(transport=transport, concurrency=0)
+        Prober(client=client, concurrency=0)
 
 
 def test_probe_settings_come_from_the_pool_spec() -> None:

@@ -1,4 +1,4 @@
-"""Hostile pods through the real prober and its real transport, beside healthy pods.
+"""Hostile pods through the real prober and its real HTTP client, beside healthy pods.
 
 Each pod is its own host name, as behind RunPod's proxy, resolved to the local server.
 What a hostile pod sends (a 50 MB body, a million-line metrics page, a trickled answer)
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rpp.adapters.clock import ManualClock
-from rpp.adapters.pod_http import PodTransport
+from rpp.adapters.pod_http import PodHttpClient
 from rpp.observe.metrics_text import MetricsTextError, parse_metrics_page_within
 from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget
 from rpp.sim.hostile_pods import HOSTILE, HostilePods
@@ -34,8 +34,8 @@ async def test_hostile_pods_fail_alone_with_the_limit_they_broke_and_memory_stay
     healthy = [f"ok{i}" for i in range(20)]
     # Every pool in examples/pool.yaml requires a metric: every page is parsed.
     settings = ProbeSettings(require_metric="app_queue_length", timeout_s=3.0)
-    async with pods.serve() as port, PodTransport(resolver=Loopback()) as transport:
-        prober = Prober(transport=transport, url_pattern=pod_pattern("http", port))
+    async with pods.serve() as port, PodHttpClient(resolver=Loopback()) as client:
+        prober = Prober(client=client, url_pattern=pod_pattern("http", port))
         targets = [ProbeTarget(pod_id=p, settings=settings) for p in [*HOSTILE, *healthy]]
         tracemalloc.start()
         try:

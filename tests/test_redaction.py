@@ -67,6 +67,16 @@ def test_a_pools_secrets_are_replaced_by_the_next_read() -> None:
     assert r.scrub("rpa_THE_API_KEY_0001") == MASK
 
 
+def test_a_status_text_scrubbed_before_a_secret_was_known_is_scrubbed_again_after() -> None:
+    r = redactor()
+    status = {"conditions": [{"message": "RunPod said late-secret-77", "type": "X"}]}
+    assert r.scrub_texts(status, fields=STATUS_TEXTS) is status  # nothing to cut: not copied
+    r.remember("other", ["late-secret-77"])
+    scrubbed = r.scrub_texts(status, fields=STATUS_TEXTS)
+    assert scrubbed == {"conditions": [{"message": f"RunPod said {MASK}", "type": "X"}]}
+    assert status["conditions"][0]["message"] == "RunPod said late-secret-77"  # not in place
+
+
 def test_the_log_filter_scrubs_message_arguments_traceback_and_fields_and_cuts_long_ones() -> None:
     handler_filter = RedactingFilter(redactor(), limit=200)
     try:

@@ -1,11 +1,14 @@
-"""HTTP to the pods for the prober: an httpx transport over one aiohttp session.
+"""HTTP to the pods for the prober: one GET, its answer read up to a limit.
 
-Where it sits: under observe. The prober speaks httpx's transport interface
-(`handle_async_request`), so the simulator hands it an in-process transport
-(rpp/sim/in_process.py) and `rpp run` hands it this one; nothing above the transport
-knows which library carries the bytes.
+Where it sits: under observe. The prober asks a `PodClient` for `get(request, limit=...)`
+and nothing more, so `rpp run` hands it `PodHttpClient` (aiohttp, here) and the simulator
+an in-process client (rpp/sim/in_process.py); nothing above the interface knows which
+carries the bytes. The interface is this small on purpose: a probe is a bodiless GET
+whose status and first bytes are all that matter, and at a thousand pods, two probes
+each every loop, every object built per request (an httpx request and response, their
+header maps, a byte stream) was a third of the controller's CPU.
 
-Why aiohttp underneath rather than httpx's own pool (httpcore):
+Why aiohttp (rather than httpx's own pool, httpcore):
 
 - Cost per request. Behind RunPod's proxy every pod is its own origin
   (`{podId}-{port}.proxy.runpod.net`). aiohttp's connector keeps idle connections in a
@@ -26,19 +29,22 @@ loop), DNS answers cached 5 minutes for up to 65,536 names (the default 1,000 is
 big fleet), no cookies (a pod's cookie must never travel to another), no transport
 timeouts (the prober's `asyncio.timeout` is the only deadline: a trickling answer resets
 any read timeout), no redirects, no proxies from the environment, and bodies left as sent
-(no Accept-Encoding, no decompression), so the prober's size caps count the bytes that
-travelled.
+(no Accept-Encoding, no decompression), so the size limit counts the bytes that travelled.
+
+Errors name the failure's type and at most the host, never the URL: the metrics token
+travels in the query string.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol, Self
 
 import aiohttp
-import httpx
 from aiohttp.abc import AbstractResolver
+from yarl import URL
 
 PER_POD_CONNECTIONS = 2  # health and metrics side by side
 KEEPALIVE_S = 90.0  # above the reconcile interval, so a loop reuses the last loop's connections
@@ -47,8 +53,42 @@ DNS_CACHE_SIZE = 65_536
 _CHUNK = 64 * 1024
 
 
-class PodTransport(httpx.AsyncBaseTransport):
-    """httpx's transport interface over one aiohttp `ClientSession` (one per event loop)."""
+@dataclass(frozen=True, slots=True)
+class PodRequest:
+    """A bodiless GET to one pod: the full URL (query included) and the Host to send."""
+
+    url: str
+    host: str
+    user_agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodAnswer:
+    """A pod's answer: its status and body, or `body=None` when the body passed the limit."""
+
+    status: int
+    body: bytes | None
+
+
+class PodUnreachable(Exception):
+    """No answer came: no connection (DNS, refused, TLS), or the peer broke the exchange
+    (closed mid-answer, sent no valid HTTP). The prober counts it as a hard failure."""
+
+
+class PodRequestFailed(Exception):
+    """The request could not be made at all (e.g. a URL the client refuses)."""
+
+
+class PodClient(Protocol):
+    """What the prober needs of HTTP: one GET, read up to `limit` bytes."""
+
+    async def get(self, request: PodRequest, *, limit: int) -> PodAnswer: ...
+
+    async def aclose(self) -> None: ...
+
+
+class PodHttpClient:
+    """`PodClient` over one aiohttp `ClientSession` (one per event loop)."""
 
     def __init__(
         self,
@@ -72,6 +112,12 @@ class PodTransport(httpx.AsyncBaseTransport):
     def per_host(self) -> int:
         """Connections one origin may hold at once (0: no limit)."""
         return self._per_host
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def _current_session(self) -> aiohttp.ClientSession:
         # A session belongs to the loop it was made on; tests run several loops.
@@ -97,33 +143,37 @@ class PodTransport(httpx.AsyncBaseTransport):
             )
         return self._session
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def get(self, request: PodRequest, *, limit: int) -> PodAnswer:
         session = self._current_session()
         try:
-            answer = await session.request(
-                request.method,
-                str(request.url),
-                headers=request.headers.multi_items(),
+            url = URL(request.url)
+        except (ValueError, TypeError):
+            raise PodRequestFailed("InvalidURL") from None
+        try:
+            answer = await session.get(
+                url,
+                headers={"Host": request.host, "User-Agent": request.user_agent},
                 allow_redirects=False,
             )
-        # Error texts name the failure's type and host at most, never the URL: the
-        # metrics token travels in the query string.
+        except aiohttp.InvalidURL:  # no host, a bad port: nothing was sent
+            raise PodRequestFailed("InvalidURL") from None
         except aiohttp.ClientConnectorError as error:  # DNS, refused, TLS, certificate
-            raise httpx.ConnectError(_connect_reason(error), request=request) from None
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as error:
-            raise httpx.RemoteProtocolError(type(error).__name__, request=request) from None
+            # "Cannot connect to host X:443 ssl:... [reason]": host and port, no path.
+            raise PodUnreachable(f"{type(error).__name__}: {error}") from None
         except aiohttp.ClientResponseError as error:  # a malformed status line or headers
-            reason = f"{type(error).__name__}: HTTP {error.status}"
-            raise httpx.RemoteProtocolError(reason, request=request) from None
+            raise PodUnreachable(f"{type(error).__name__}: HTTP {error.status}") from None
         except (aiohttp.ClientError, OSError) as error:
-            raise httpx.NetworkError(type(error).__name__, request=request) from None
-        return httpx.Response(
-            answer.status,
-            headers=answer.raw_headers,
-            stream=_Body(answer),
-            request=request,
-            extensions={"http_version": b"HTTP/1.1"},
-        )
+            raise PodUnreachable(type(error).__name__) from None
+        except ValueError as error:  # a header aiohttp will not send (a newline in it)
+            raise PodRequestFailed(type(error).__name__) from None
+        try:
+            return PodAnswer(answer.status, await _read_capped(answer, limit))
+        except (aiohttp.ClientError, OSError) as error:
+            raise PodUnreachable(type(error).__name__) from None
+        finally:
+            # Read to the end: the connection goes back to the pool. Not (over the limit,
+            # a cancelled probe): aiohttp closes it instead of draining an unknown rest.
+            answer.release()
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -131,25 +181,25 @@ class PodTransport(httpx.AsyncBaseTransport):
             self._session = None
 
 
-class _Body(httpx.AsyncByteStream):
-    """An aiohttp answer's body as httpx's stream; the reader decides how much it takes."""
+async def _read_capped(answer: aiohttp.ClientResponse, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to pass `limit` bytes.
 
-    def __init__(self, answer: aiohttp.ClientResponse) -> None:
-        self._answer = answer
+    The announced length refuses a big answer before a byte of it is read; a chunked or
+    lying one is cut when the count passes the limit.
+    """
+    length = answer.content_length
+    if length is not None and length > limit:
+        return None
+    parts = []
+    size = 0
+    while chunk := await answer.content.read(_CHUNK):
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._answer.content.iter_chunked(_CHUNK):
-                yield chunk
-        except (aiohttp.ClientError, OSError) as error:
-            raise httpx.ReadError(type(error).__name__) from None
 
-    async def aclose(self) -> None:
-        # Read to the end: the connection goes back to the pool. Not (a capped read, a
-        # cancelled probe): aiohttp closes it instead of draining an unknown rest.
-        self._answer.release()
-
-
-def _connect_reason(error: aiohttp.ClientConnectorError) -> str:
-    # "Cannot connect to host X:443 ssl:... [reason]": host and port, no path or query.
-    return f"{type(error).__name__}: {error}"
+def _is_a_pod_client(client: PodHttpClient) -> PodClient:
+    """Never called: mypy checks here that the aiohttp client satisfies the protocol."""
+    return client

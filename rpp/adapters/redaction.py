@@ -30,7 +30,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -39,6 +39,10 @@ from rpp.model.documents import clip
 MIN_LENGTH = 6
 LOG_LIMIT = 8_000  # characters of one log message; more is cut, saying how much
 MASK = "[redacted]"
+TEXTS_KEPT = 16_384
+"""Status texts remembered with their scrubbed form. A pool's status repeats its texts
+loop after loop (history, conditions, messages); scrubbing each with the pattern of every
+pool's secrets was most of a status write's CPU at 50 pools."""
 
 
 def _forms(value: str) -> set[str]:
@@ -57,6 +61,7 @@ class Redactor:
         self._owned: dict[str, frozenset[str]] = {}
         self._lock = threading.Lock()
         self._pattern: re.Pattern[str] | None = None
+        self._scrubbed: dict[str, str] = {}
         self._rebuild()
 
     def remember(self, owner: str, values: Iterable[str], *, public: Iterable[str] = ()) -> None:
@@ -85,6 +90,7 @@ class Redactor:
         # Longest first, so a secret that contains another is cut whole.
         ordered = sorted(forms, key=lambda f: (-len(f), f))
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self._scrubbed = {}  # scrubbed with the old secrets: a new one may be in them
 
     def scrub(self, text: str) -> str:
         """`text` with every secret replaced by [redacted]."""
@@ -94,22 +100,55 @@ class Redactor:
         return pattern.sub(MASK, text)
 
     def scrub_texts(self, data: Any, *, fields: frozenset[str]) -> Any:
-        """A JSON value with the strings under `fields` (at any depth) scrubbed."""
+        """A JSON value with the strings under `fields` (at any depth) scrubbed; the
+        very objects given wherever nothing was cut, so a status without secrets is
+        not copied."""
         if self._pattern is None:
             return data
-        return _walk(data, fields=fields, scrub=self.scrub, inside=False)
+        return _walk(data, fields=fields, scrub=self._scrub_remembered, inside=False)
+
+    def _scrub_remembered(self, text: str) -> str:
+        scrubbed = self._scrubbed.get(text)
+        if scrubbed is None:
+            scrubbed = self.scrub(text)
+            known = self._scrubbed
+            if len(known) >= TEXTS_KEPT:
+                known.clear()
+            known[text] = scrubbed
+        return scrubbed
 
 
-def _walk(data: Any, *, fields: frozenset[str], scrub: Any, inside: bool) -> Any:
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _walk(data: Any, *, fields: frozenset[str], scrub: Callable[[str], str], inside: bool) -> Any:
+    # Exact types first: the status is plain JSON, and an ABC check per value was half
+    # of the walk's cost.
+    kind = type(data)
+    if kind is str:
+        return scrub(data) if inside else data
+    if kind in _SCALARS:
+        return data
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(data, Mapping)):
+        changed: dict[Any, Any] | None = None
+        for key, value in data.items():
+            new = _walk(value, fields=fields, scrub=scrub, inside=inside or key in fields)
+            if new is not value:
+                if changed is None:
+                    changed = dict(data)
+                changed[key] = new
+        return data if changed is None else changed
+    if kind is list or kind is tuple:
+        items: list[Any] | None = None
+        for i, item in enumerate(data):
+            new = _walk(item, fields=fields, scrub=scrub, inside=inside)
+            if new is not item:
+                if items is None:
+                    items = list(data)
+                items[i] = new
+        return data if items is None else items
     if isinstance(data, str):
         return scrub(data) if inside else data
-    if isinstance(data, Mapping):
-        return {
-            key: _walk(value, fields=fields, scrub=scrub, inside=inside or key in fields)
-            for key, value in data.items()
-        }
-    if isinstance(data, list | tuple):
-        return [_walk(item, fields=fields, scrub=scrub, inside=inside) for item in data]
     return data
 
 

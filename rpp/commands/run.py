@@ -55,7 +55,7 @@ from rpp.controller.leader import LeaderElector, LeaseTiming
 from rpp.controller.loop import ControllerLoop
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler
-from rpp.observe.prober import Prober, make_transport
+from rpp.observe.prober import Prober, make_client
 from rpp.observe.prometheus import PrometheusClient
 
 log = layer_logger("rpp.commands")
@@ -180,13 +180,13 @@ class ControllerProcess:
             registry=self.registry,
             max_answer_bytes=config.runpod_max_answer_mb << 20,
         )
-        self.probe_transport = make_transport(url_pattern=config.proxy_pattern)
+        self.pod_client = make_client(url_pattern=config.proxy_pattern)
         self.prom_http = httpx.AsyncClient()
         reconciler = PoolReconciler(
             kube=kube,
             executor=Executor(runpod=self.runpod, kube=kube),
             prober=Prober(
-                transport=self.probe_transport,
+                client=self.pod_client,
                 url_pattern=config.proxy_pattern,
                 concurrency=config.probe_concurrency,
                 health_limit=config.probe_health_limit,
@@ -283,6 +283,6 @@ class ControllerProcess:
 
     async def close(self) -> None:
         await self.runpod.aclose()
-        await self.probe_transport.aclose()
+        await self.pod_client.aclose()
         await self.prom_http.aclose()
         await self.kube.close()

@@ -11,7 +11,7 @@ detection.
 Time: latencies are measured on the running event loop's clock and timeouts are
 enforced with `asyncio.timeout`, so the simulator's virtual-time loop runs the same code
 in no wall time. Every pod of every pool that shares the prober is probed at once, up to
-`concurrency` pods (PROBE_CONCURRENCY); the transport (rpp/adapters/pod_http.py) gives
+`concurrency` pods (PROBE_CONCURRENCY); the client (rpp/adapters/pod_http.py) gives
 each pod its own connections, so no probe waits on another pod's.
 
 A pod's answers are the pod's to write, so they are bounded: a health answer over
@@ -24,10 +24,9 @@ that pod's verdict.
 Secrets: the metrics token travels in the URL, because that is how the pool's service
 takes it. It never leaves this module: error texts are built from status codes,
 exception types and the parser's words on a pod's page (which may quote the URL back),
-then scrubbed of the token. Probes go straight to the transport (rpp/adapters/pod_http.py,
-httpx's transport interface over aiohttp), not through an httpx client, so httpx's
-request log line, which prints full URLs, is never written for them; aiohttp's client
-logs no request, and the transport's errors name the failure and the host, not the URL.
+then scrubbed of the token. Probes go to a `PodClient` (rpp/adapters/pod_http.py,
+aiohttp in `rpp run`), which logs no request and whose errors name the failure and the
+host, not the URL.
 
 RunPod routes on the Host header (`{pod_id}-{port}.proxy.runpod.net`), so the prober
 always sends that Host, which lets `url_pattern` point every pod at one base URL (a
@@ -40,12 +39,17 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from urllib.parse import quote, quote_plus
-
-import httpx
+from urllib.parse import quote, quote_plus, urlencode
 
 from rpp import __version__
-from rpp.adapters.pod_http import PER_POD_CONNECTIONS, PodTransport
+from rpp.adapters.pod_http import (
+    PER_POD_CONNECTIONS,
+    PodClient,
+    PodHttpClient,
+    PodRequest,
+    PodRequestFailed,
+    PodUnreachable,
+)
 from rpp.model import spec
 from rpp.model.observations import ProbeResult
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN, proxy_host
@@ -134,7 +138,7 @@ class Prober:
     def __init__(
         self,
         *,
-        transport: httpx.AsyncBaseTransport,
+        client: PodClient,
         url_pattern: str = DEFAULT_URL_PATTERN,
         concurrency: int = DEFAULT_CONCURRENCY,
         timeout_s: float = 10.0,
@@ -148,7 +152,7 @@ class Prober:
         if health_limit < 1 or metrics_limit < 1:
             raise ValueError("probe answer limits must be at least 1 byte")
         proxy_url(url_pattern, pod_id="x", port=80)  # a bad pattern fails here, not per pod
-        self._transport = transport
+        self._client = client
         self._url_pattern = url_pattern
         self._concurrency = concurrency
         self._timeout_s = timeout_s
@@ -180,18 +184,14 @@ class Prober:
     async def _get(self, target: ProbeTarget, path: str, *, with_token: bool) -> _Answer:
         settings = target.settings
         timeout_s = settings.timeout_s or self._timeout_s
-        token = target.metrics_token if with_token else None
-        try:
-            request = _probe_request(
-                self._url_pattern,
-                pod_id=target.pod_id,
-                port=settings.port,
-                path=path,
-                token_param=settings.token_param,
-                token=token,
-            )
-        except (httpx.HTTPError, httpx.InvalidURL) as error:
-            return _Answer(False, None, f"request failed ({type(error).__name__})")
+        request = _probe_request(
+            self._url_pattern,
+            pod_id=target.pod_id,
+            port=settings.port,
+            path=path,
+            token_param=settings.token_param,
+            token=target.metrics_token if with_token else None,
+        )
         loop = asyncio.get_running_loop()
         started = loop.time()
         limit, setting = (
@@ -201,26 +201,17 @@ class Prober:
         )
         try:
             async with asyncio.timeout(timeout_s):
-                # The transport, not a client: a probe needs no cookies (a pod's cookies
-                # must not travel to the next pod), redirects, auth or URL merging, and
-                # skipping them halves a probe's CPU on a sweep of many pods.
-                response = await self._transport.handle_async_request(request)
-                try:
-                    body = await _read_capped(response, limit)
-                finally:
-                    await response.aclose()
+                answer = await self._client.get(request, limit=limit)
         except TimeoutError:
             return _Answer(False, None, f"timed out after {timeout_s:g}s")
-        except httpx.TimeoutException:
-            return _Answer(False, None, "timed out (transport timeout)")
-        except httpx.TransportError as error:
+        except PodUnreachable as error:
             reason = _redact(str(error), target.metrics_token) or "no detail"
-            error_text = f"connection failed ({type(error).__name__}: {reason})"
-            return _Answer(False, None, error_text, hard=True)
-        except (httpx.HTTPError, httpx.InvalidURL) as error:
-            return _Answer(False, None, f"request failed ({type(error).__name__})")
+            return _Answer(False, None, f"connection failed ({reason})", hard=True)
+        except PodRequestFailed as error:
+            reason = _redact(str(error), target.metrics_token)
+            return _Answer(False, None, f"request failed ({reason})")
         latency = loop.time() - started
-        status = response.status_code
+        status, body = answer.status, answer.body
         if status != 200:
             if _pod_not_found(status, body or b"", target.pod_id):
                 return _Answer(
@@ -230,25 +221,6 @@ class Prober:
         if body is None:
             return _Answer(False, latency, f"answer over the {_size(limit)} limit ({setting})")
         return _Answer(True, latency, body=body, deadline=started + timeout_s)
-
-
-async def _read_capped(response: httpx.Response, limit: int) -> bytes | None:
-    """The body, or None as soon as it is known to exceed `limit` bytes.
-
-    The announced length refuses a big answer before a byte of it is read; a chunked
-    or lying one is cut when the count passes the limit (closing the connection).
-    """
-    length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        return None
-    parts = []
-    size = 0
-    async for chunk in response.aiter_raw():
-        size += len(chunk)
-        if size > limit:
-            return None
-        parts.append(chunk)
-    return b"".join(parts)
 
 
 def _size(limit: int) -> str:
@@ -262,17 +234,12 @@ def _size(limit: int) -> str:
 @lru_cache(maxsize=16384)
 def _probe_request(
     pattern: str, *, pod_id: str, port: int, path: str, token_param: str, token: str | None
-) -> httpx.Request:
-    """A probe's request, built once per pod and path and sent every loop.
-
-    Building it (URL parsing, header normalization) was a third of a probe's CPU. A
-    bodiless GET is safe to send again: transports read it and never change it.
-    """
-    url = httpx.URL(proxy_url(pattern, pod_id=pod_id, port=port) + path)
+) -> PodRequest:
+    """A probe's request, built once per pod and path and sent every loop."""
+    url = proxy_url(pattern, pod_id=pod_id, port=port) + path
     if token is not None:
-        url = url.copy_merge_params({token_param: token})
-    headers = {"Host": proxy_host(pod_id, port), "User-Agent": USER_AGENT}
-    return httpx.Request("GET", url, headers=headers)
+        url += ("&" if "?" in path else "?") + urlencode({token_param: token})
+    return PodRequest(url=url, host=proxy_host(pod_id, port), user_agent=USER_AGENT)
 
 
 async def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> ProbeResult:
@@ -350,14 +317,14 @@ def url_pattern_from(runpod_proxy_url: str | None) -> str:
     return runpod_proxy_url.rstrip("/")
 
 
-def make_transport(*, url_pattern: str = DEFAULT_URL_PATTERN) -> PodTransport:
-    """The prober's transport for `rpp run`: two connections per pod's origin.
+def make_client(*, url_pattern: str = DEFAULT_URL_PATTERN) -> PodHttpClient:
+    """The prober's client for `rpp run`: two connections per pod's origin.
 
     When RUNPOD_PROXY_URL sends every pod to one base URL (a local proxy emulation),
     all pods share one origin, so the per-origin limit is lifted; `concurrency` bounds it.
     """
     one_origin_per_pod = "{pod_id}" in url_pattern
-    return PodTransport(per_host=PER_POD_CONNECTIONS if one_origin_per_pod else 0)
+    return PodHttpClient(per_host=PER_POD_CONNECTIONS if one_origin_per_pod else 0)
 
 
 def _redact(text: str, secret: str | None) -> str:

@@ -1,13 +1,17 @@
-"""The simulator's transport: httpx requests answered in-process, with no sockets.
+"""The simulator's transports: requests answered in-process, with no sockets.
 
 Where it sits: under the real RunPod client, prober and traffic in the simulator and
-the story tests (rpp/sim/world.py). Only the transport is swapped: the controller
-sends the same httpx requests it would send to RunPod. Requests for a RunPod proxy
-host (`{podId}-{port}.proxy.runpod.net`: every probe and all app traffic, most of a
-simulated loop) go straight to the proxy's `respond`, skipping the ASGI messages;
-everything else (the REST API, GraphQL, the fake's control routes) goes to the
-fallback transport, the cloud API over `httpx.ASGITransport`. `ResponderTransport`
-serves any one responder so (the fake Prometheus).
+the story tests (rpp/sim/world.py). Only the transports are swapped: the controller
+sends the same requests it would send to RunPod and to the pods.
+
+- `InProcessPods` is the prober's `PodClient` (rpp/adapters/pod_http.py): each probe
+  goes straight to the proxy's `respond`, the pod's answer read up to the limit as
+  over a network, with no ASGI messages.
+- `InProcessTransport` is httpx's: requests for a RunPod proxy host
+  (`{podId}-{port}.proxy.runpod.net`: the world's app traffic) go to the proxy's
+  `respond` too; everything else (the REST API, GraphQL, the fake's control routes) to
+  the fallback transport, the cloud API over `httpx.ASGITransport`.
+  `ResponderTransport` serves any one responder so (the fake Prometheus).
 """
 
 from __future__ import annotations
@@ -15,14 +19,64 @@ from __future__ import annotations
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from rpp.adapters.pod_http import PodAnswer, PodClient, PodRequest, PodUnreachable
 from rpp.model.proxy_hosts import PROXY_SUFFIX
 from rpp.sim.asgi_io import Reply, Request, Responder, StreamCut
 
 HEADERS_KEPT = 4096  # answer header sets kept (bounded, whatever the answers)
+REQUESTS_KEPT = 16384  # the fakes' view of the probes sent again and again
+
+
+class InProcessPods:
+    """The prober's `PodClient`: every GET to the proxy's responder, in-process."""
+
+    def __init__(self, respond: Responder) -> None:
+        self._respond = respond
+        # The prober builds each pod's two requests once and sends them every loop.
+        self._seen: dict[PodRequest, Request] = {}
+
+    async def get(self, request: PodRequest, *, limit: int) -> PodAnswer:
+        fake = self._seen.get(request)
+        if fake is None:
+            if len(self._seen) >= REQUESTS_KEPT:
+                self._seen.clear()
+            fake = self._seen[request] = _pod_request(request)
+        reply = await self._respond(fake)
+        if reply.chunks is None:
+            return PodAnswer(reply.status, reply.body if len(reply.body) <= limit else None)
+        parts, size = [], 0
+        try:
+            async for chunk in reply.chunks:
+                size += len(chunk)
+                if size > limit:
+                    return PodAnswer(reply.status, None)
+                parts.append(chunk)
+        except StreamCut as cut:
+            raise PodUnreachable(f"peer closed the connection: {cut}") from None
+        return PodAnswer(reply.status, b"".join(parts))
+
+    async def aclose(self) -> None:
+        self._seen.clear()
+
+
+def _pod_request(request: PodRequest) -> Request:
+    url = urlsplit(request.url)
+    return Request(
+        method="GET",
+        path=url.path,
+        query=parse_qs(url.query, keep_blank_values=True),
+        headers={"host": request.host, "user-agent": request.user_agent},
+        body=b"",
+    )
+
+
+def _is_a_pod_client(pods: InProcessPods) -> PodClient:
+    """Never called: mypy checks here that the in-process client satisfies the protocol."""
+    return pods
 
 
 class ResponderTransport(httpx.AsyncBaseTransport):

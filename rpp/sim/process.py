@@ -4,7 +4,8 @@ Where it sits: the simulator (rpp/sim/world.py builds one `ControllerParts` per 
 of the controller). The real controller loop, reconciler, executor, RunPod client,
 prober and Prometheus client are built here exactly as `rpp run` builds them; only
 their connections differ: every RunPod call, probe, Prometheus query and Kubernetes
-request goes through this process's `ProcessTransport` or `ProcessKube`, which:
+request goes through this process's `ProcessTransport`, `ProcessPods` or `ProcessKube`,
+which:
 
 - report each RunPod call and each status or slots write to the world's `Crossings`
   before it is sent and after it is answered, so a scenario can kill the process at
@@ -39,6 +40,7 @@ from rpp.adapters.kube.api import (
     SecretData,
     StoredConfigMap,
 )
+from rpp.adapters.pod_http import PodAnswer, PodClient, PodRequest
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.loop import ControllerLoop, read_shared
 from rpp.controller.pool_metrics import PoolMetrics
@@ -113,6 +115,23 @@ class ProcessTransport(httpx.AsyncBaseTransport):
         if operation is not None:
             await self.crossings.after(self.life, operation)
         return response
+
+
+class ProcessPods:
+    """The process's connections to the pods: dead with the process, like its transport."""
+
+    def __init__(self, inner: PodClient, *, life: Lifeline) -> None:
+        self.inner = inner
+        self.life = life
+
+    async def get(self, request: PodRequest, *, limit: int) -> PodAnswer:
+        self.life.check()
+        answer = await self.inner.get(request, limit=limit)
+        self.life.check()
+        return answer
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class ProcessKube:
@@ -234,6 +253,7 @@ class ControllerParts:
         self,
         *,
         transport: httpx.AsyncBaseTransport,
+        pods: PodClient,
         kube: MemoryKubeApi,
         clock: Clock,
         api_key: str,
@@ -267,7 +287,7 @@ class ControllerParts:
         self.reconciler = PoolReconciler(
             kube=self.kube,
             executor=Executor(runpod=self.runpod, kube=self.kube, checkpoint=between_effects),
-            prober=Prober(transport=wired),
+            prober=Prober(client=ProcessPods(pods, life=self.life)),
             prometheus=PrometheusClient(base_url=prometheus_url, client=self.prom_http),
             clock=clock,
             metrics=self.metrics,

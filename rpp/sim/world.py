@@ -48,7 +48,7 @@ from rpp.sim.cloud_model import FakePod, FakePodInfo
 from rpp.sim.cloud_scenario import CloudScenario
 from rpp.sim.crossings import WorldCrossings
 from rpp.sim.fake_prometheus import FakePrometheus
-from rpp.sim.in_process import InProcessTransport, ResponderTransport
+from rpp.sim.in_process import InProcessPods, InProcessTransport, ResponderTransport
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.kube_memory import MemoryKubeApi
 from rpp.sim.process import ControllerParts
@@ -171,10 +171,11 @@ class World:
         self.cloud.listener = self._cloud_changed
         if cloud is not None:
             self._build_cloud(cloud)
+        proxy = ProxyApp(self.cloud)
         self.transport = InProcessTransport(
-            proxy=ProxyApp(self.cloud).respond,
-            fallback=httpx.ASGITransport(app=CloudApi(self.cloud)),
+            proxy=proxy.respond, fallback=httpx.ASGITransport(app=CloudApi(self.cloud))
         )
+        self.pod_client = InProcessPods(proxy.respond)
         self.kube = MemoryKubeApi(KubeSettings(namespace=namespace), clock=clock)
         self.crossings = WorldCrossings(self.kube, clock)
         self.restarts = 0
@@ -200,6 +201,7 @@ class World:
         return ControllerParts(
             identity=identity,
             transport=self.transport,
+            pods=self.pod_client,
             kube=self.kube,
             clock=self.clock,
             api_key=self.api_key,
