@@ -33,6 +33,8 @@ async def test_in_cluster_uses_the_service_account_and_its_namespace(tmp_path: P
     assert access.namespace == "runpod"
     assert access.source == "in-cluster"
     assert TOKEN not in repr(access)
+    # No proxies or ~/.netrc from the environment (tests/test_kube_real.py shows why).
+    assert access.configuration.client_session_kwargs == {"trust_env": False}
 
 
 async def test_outside_a_pod_the_kubeconfig_context_gives_server_token_and_namespace(
@@ -58,6 +60,7 @@ async def test_outside_a_pod_the_kubeconfig_context_gives_server_token_and_names
 
     assert access.configuration.host == "http://127.0.0.1:6443"
     assert access.namespace == "gpu"
+    assert access.configuration.client_session_kwargs == {"trust_env": False}
     assert access.source == str(kubeconfig)
 
 

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import datetime as dt
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -399,6 +400,27 @@ async def test_unreachable_api_server_is_a_kube_error_naming_the_host() -> None:
         with pytest.raises(KubeError) as caught:
             await api.list_pools()
     assert "cannot reach the Kubernetes API at http://127.0.0.1:9" in str(caught.value)
+
+
+async def test_the_api_server_is_reached_directly_whatever_proxies_and_netrc_the_env_names(
+    kmock: StrictKubernetesEmulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A proxy that does not exist, and a ~/.netrc with other credentials for this host: a
+    # client that trusted the environment would fail, or send Basic auth instead.
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / ".netrc").write_text("machine 127.0.0.1 login someone password netrc-pass\n")
+    (tmp_path / ".netrc").chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    kmock.seed(POOLS, NS, pool_manifest("inference"))
+
+    async with RealKubeApi.for_host(host=str(kmock.url), settings=SETTINGS, token=TOKEN) as api:
+        listed = await api.list_pools()
+
+    assert [p["metadata"]["name"] for p in listed] == ["inference"]
+    assert kmock[-1].headers["Authorization"] == f"Bearer {TOKEN}"
 
 
 async def test_lease_get_create_replace_with_conflicts(

@@ -11,6 +11,7 @@ every pod.
 from __future__ import annotations
 
 import asyncio
+import asyncio.selector_events
 import asyncio.sslproto
 import contextlib
 import datetime as dt
@@ -21,7 +22,12 @@ import pytest
 
 from rpp.adapters.clock import ManualClock
 from rpp.adapters.pod_http import PodHttpClient, PodRequest
-from rpp.adapters.process_memory import TLS_READ_BUFFER, trim_tls_buffers
+from rpp.adapters.process_memory import (
+    SOCKET_READ_BUFFER,
+    TLS_READ_BUFFER,
+    trim_socket_buffers,
+    trim_tls_buffers,
+)
 from rpp.observe.prober import Prober, ProbeSettings, ProbeTarget, make_client
 from rpp.sim.hostile_pods import Hostile, HostilePods
 from rpp.sim.localhttp import POD_DOMAIN, Loopback, pod_pattern
@@ -177,6 +183,28 @@ async def test_tls_bodies_arrive_whole_through_trimmed_tls_buffers(
         answer = await client.get(request, limit=2 * 1024 * 1024)
     assert answer.status == 200
     assert answer.body == b"a 1\n" * (1024 * 1024 // 4 - 1)
+
+
+async def test_plain_bodies_arrive_whole_through_trimmed_socket_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same pin for plain TCP: `rpp run` reads 16 KiB at a time instead of 256 KiB.
+    transport = asyncio.selector_events._SelectorTransport  # type: ignore[attr-defined]
+    monkeypatch.setattr(transport, "max_size", 256 * 1024)
+    assert trim_socket_buffers()
+    assert transport.max_size == SOCKET_READ_BUFFER
+    pods = HostilePods(
+        clock=ManualClock(START), hostile={"big": (Hostile.SMALL_MANY_LINES, "metrics")}
+    )
+    async with pods.serve() as port, PodHttpClient(resolver=Loopback()) as client:
+        url = pod_pattern("http", port).format(pod_id="big", port=80) + "/metrics"
+        request = PodRequest(url=url, host="big-80." + POD_DOMAIN, user_agent="test")
+        answer = await client.get(request, limit=2 * 1024 * 1024)
+    assert answer.status == 200
+    assert answer.body == b"a 1\n" * (1024 * 1024 // 4 - 1)
+    monkeypatch.setattr(transport, "max_size", 8 * 1024)
+    assert not trim_socket_buffers()  # a smaller buffer is left alone
+    assert transport.max_size == 8 * 1024
 
 
 def test_the_tls_trim_leaves_a_smaller_buffer_alone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -44,6 +44,7 @@ from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.process_memory import (
     freeze_startup_objects,
     release_free_heap,
+    trim_socket_buffers,
     trim_tls_buffers,
 )
 from rpp.adapters.redaction import Redactor
@@ -88,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(config.log_level, config.log_format, redactor=redactor)
     # Two TLS connections per pod: 4 KiB read buffers instead of 256 KiB each.
     trim_tls_buffers()
+    trim_socket_buffers()
     # The Kubernetes client's few classes the adapter uses, not its 900 generated ones.
     light_import.install()
     return asyncio.run(_main(config, kubeconfig=args.kubeconfig, redactor=redactor))

@@ -6,6 +6,13 @@ NAMESPACE's default). Outside, a kubeconfig (KUBECONFIG, or ~/.kube/config) give
 the credentials and the current context's namespace. The official client's loaders do the
 reading; this module only chooses between them and turns their failures into one message that
 says what to set. The tests build `RealKubeApi.for_host` directly instead.
+
+Either way the client reaches the API server directly, or through the kubeconfig's own
+`proxy-url`, never through HTTP(S)_PROXY from the environment (`direct`): the official
+client's aiohttp session trusts the environment, which makes aiohttp look for proxies and
+a ~/.netrc in a worker thread, and read that file, on every request, a tenth of the
+controller's CPU at 50 pools (benchmarks/results/profiles/). HTTP(S)_PROXY still apply to
+RunPod, whose client is httpx.
 """
 
 from __future__ import annotations
@@ -35,6 +42,13 @@ class ClusterAccess:
     namespace: str | None
     source: str
     """"in-cluster" or the kubeconfig path, for the startup log line."""
+
+
+def direct(configuration: Configuration) -> Configuration:
+    """`configuration`, with the client's session told not to read proxies or ~/.netrc
+    from the environment (it gets its proxy, if any, from the kubeconfig)."""
+    configuration.client_session_kwargs = {"trust_env": False}
+    return configuration
 
 
 async def load_cluster_access(
@@ -68,7 +82,9 @@ async def load_cluster_access(
             "run inside the cluster or set KUBECONFIG"
         ) from None
     namespace = (current or {}).get("context", {}).get("namespace")
-    return ClusterAccess(configuration=configuration, namespace=namespace, source=str(path))
+    return ClusterAccess(
+        configuration=direct(configuration), namespace=namespace, source=str(path)
+    )
 
 
 def _in_cluster(env: Mapping[str, str], service_account_dir: Path) -> ClusterAccess:
@@ -87,7 +103,9 @@ def _in_cluster(env: Mapping[str, str], service_account_dir: Path) -> ClusterAcc
         ) from None
     namespace_file = service_account_dir / "namespace"
     namespace = namespace_file.read_text().strip() if namespace_file.is_file() else None
-    return ClusterAccess(configuration=configuration, namespace=namespace, source="in-cluster")
+    return ClusterAccess(
+        configuration=direct(configuration), namespace=namespace, source="in-cluster"
+    )
 
 
 def _first_line(error: BaseException) -> str:

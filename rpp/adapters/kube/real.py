@@ -44,6 +44,7 @@ from rpp.adapters.kube.api import (
     SecretData,
     StoredConfigMap,
 )
+from rpp.adapters.kube.connect import direct
 
 _EVENT_CACHE_SIZE = 1024
 """Event names remembered with their count; a forgotten one costs one extra GET on repeat."""
@@ -77,7 +78,7 @@ class RealKubeApi:
         verify_ssl: bool = True,
     ) -> RealKubeApi:
         """An adapter for an explicit API server URL and bearer token."""
-        configuration = Configuration(host=host.rstrip("/"), ssl_ca_cert=ca_file)
+        configuration = direct(Configuration(host=host.rstrip("/"), ssl_ca_cert=ca_file))
         configuration.verify_ssl = verify_ssl
         if token:
             configuration.api_key["BearerToken"] = f"Bearer {token}"
