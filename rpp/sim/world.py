@@ -36,6 +36,7 @@ import httpx
 
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeSettings
+from rpp.adapters.pod_http import PodRequest, PodUnreachable
 from rpp.controller.reconcile import PoolResult
 from rpp.decide.nginx_slots import wired_pods
 from rpp.model.proxy_hosts import proxy_host
@@ -60,6 +61,7 @@ METRICS_TOKEN = "sim-metrics-token"
 APP_LATENCY_S = 0.25
 """How long a healthy fake pod takes per app request; peers need some for RelativeLatency."""
 TRAFFIC_TIMEOUT_S = 120.0  # nginx's readTimeout; the proxy's own 524 comes first anyway
+APP_LIMIT = 1 << 20  # bytes of an app answer read; a fake pod's is a few hundred
 
 
 @dataclass(frozen=True)
@@ -380,15 +382,15 @@ class World:
         started = loop.time()
         try:
             async with asyncio.timeout(TRAFFIC_TIMEOUT_S):
-                # Straight to the transport: the world's own load needs no client, and
-                # a client's per-request work would be a third of the simulation's CPU.
-                response = await self.transport.handle_async_request(_app_request(pod_id, port))
-                await response.aclose()
-        except (TimeoutError, httpx.HTTPError):
+                # Straight to the pods' in-process client: the world's own load needs no
+                # HTTP client, whose per-request work would be a third of the simulation.
+                answer = await self.pod_client.get(_app_request(pod_id, port), limit=APP_LIMIT)
+        except (TimeoutError, PodUnreachable):
             return
-        if response.status_code in (200, 500):  # the pod answered: its counters moved
-            failed = response.status_code == 500
-            self.prometheus.record(pod_id, duration=loop.time() - started, failed=failed)
+        if answer.status in (200, 500):  # the pod answered: its counters moved
+            self.prometheus.record(
+                pod_id, duration=loop.time() - started, failed=answer.status == 500
+            )
 
     async def close(self) -> None:
         for task in list(self._traffic_tasks):
@@ -398,7 +400,7 @@ class World:
 
 
 @lru_cache(maxsize=4096)
-def _app_request(pod_id: str, port: int) -> httpx.Request:
-    """One app request to a pod, built once and sent again (a bodiless GET never changes:
-    building it, URL parsing above all, was a tenth of the simulation's CPU)."""
-    return httpx.Request("GET", f"http://{proxy_host(pod_id, port)}/generate")
+def _app_request(pod_id: str, port: int) -> PodRequest:
+    """One app request to a pod, built once and sent again (a bodiless GET never changes)."""
+    host = proxy_host(pod_id, port)
+    return PodRequest(url=f"http://{host}/generate", host=host, user_agent="simulated-client")
