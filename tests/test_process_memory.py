@@ -5,7 +5,12 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from rpp.adapters.process_memory import freeze_startup_objects, release_free_heap
+from rpp.adapters.process_memory import (
+    COLLECT_AFTER,
+    collect_less_often,
+    freeze_startup_objects,
+    release_free_heap,
+)
 
 MIB = 1024 * 1024
 
@@ -41,3 +46,30 @@ def test_start_up_objects_are_kept_out_of_later_collections() -> None:
         assert not any(obj is made for gen in range(3) for obj in gc.get_objects(gen))
     finally:
         gc.unfreeze()
+
+
+def test_the_collector_runs_less_often_but_still_frees_cycles() -> None:
+    before = gc.get_threshold()
+    runs = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            runs.append(info["generation"])
+
+    gc.callbacks.append(count)
+    try:
+        collect_less_often()
+        assert gc.get_threshold() == COLLECT_AFTER
+
+        class Node:
+            other: Node | None = None
+
+        for _ in range(3 * COLLECT_AFTER[0]):  # garbage only the collector can free
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+        collected = len(runs)
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*before)
+    # About one young collection per 50,000 new objects (two per pair): not thousands.
+    assert 3 <= collected <= 20

@@ -42,6 +42,7 @@ from rpp.adapters.kube.api import KubeApi, KubeSettings
 from rpp.adapters.kube.redacting import RedactingKube
 from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.process_memory import (
+    collect_less_often,
     freeze_startup_objects,
     release_free_heap,
     trim_socket_buffers,
@@ -116,6 +117,7 @@ async def _main(config: Config, *, kubeconfig: str | None, redactor: Redactor) -
     settings = KubeSettings(namespace=namespace, crd_group=config.crd_group)
     kube = RealKubeApi(ApiClient(access.configuration), settings)
     process = ControllerProcess(config, kube=kube, clock=SystemClock(), redactor=redactor)
+    collect_less_often()  # a loop's objects die by their refcounts, not the collector
     freeze_startup_objects()  # what start built lives as long as the process
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
