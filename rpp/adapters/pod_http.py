@@ -44,7 +44,6 @@ from typing import Protocol, Self
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
-from yarl import URL
 
 PER_POD_CONNECTIONS = 2  # health and metrics side by side
 KEEPALIVE_S = 90.0  # above the reconcile interval, so a loop reuses the last loop's connections
@@ -146,16 +145,12 @@ class PodHttpClient:
     async def get(self, request: PodRequest, *, limit: int) -> PodAnswer:
         session = self._current_session()
         try:
-            url = URL(request.url)
-        except (ValueError, TypeError):
-            raise PodRequestFailed("InvalidURL") from None
-        try:
             answer = await session.get(
-                url,
+                request.url,
                 headers={"Host": request.host, "User-Agent": request.user_agent},
                 allow_redirects=False,
             )
-        except aiohttp.InvalidURL:  # no host, a bad port: nothing was sent
+        except aiohttp.InvalidURL:  # no host, a bad port, a newline: nothing was sent
             raise PodRequestFailed("InvalidURL") from None
         except aiohttp.ClientConnectorError as error:  # DNS, refused, TLS, certificate
             # "Cannot connect to host X:443 ssl:... [reason]": host and port, no path.
