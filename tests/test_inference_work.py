@@ -24,7 +24,7 @@ from rpp.adapters.clock import SystemClock
 from rpp.model.proxy_hosts import proxy_host
 from rpp.sim.cloud import FakeCloud, FakePodInfo
 from rpp.sim.cloud_api import CloudApi
-from rpp.sim.in_process import InProcessTransport
+from rpp.sim.in_process import ResponderTransport
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.inference_work import WorkLog
 from rpp.sim.localhttp import serve_local
@@ -221,9 +221,7 @@ async def test_the_simulators_transport_streams_too_and_reads_a_cut_as_a_closed_
         pod_server_factory=lambda info: FakeInferencePod(pod_id=info.pod_id, clock=clock),
     )
     pod = cloud.add_pod(name="a", image="img:1", gpu_type=RTX4090, datacenter="EU-RO-1")
-    transport = InProcessTransport(
-        proxy=ProxyApp(cloud).respond, fallback=httpx.ASGITransport(app=CloudApi(cloud))
-    )
+    transport = ResponderTransport(ProxyApp(cloud).respond)
     url = f"https://{proxy_host(pod.info.pod_id, 80)}/stream"
     async with httpx.AsyncClient(transport=transport) as http:
         whole = await http.post(url, json={"seconds": 0.04, **CHUNK})

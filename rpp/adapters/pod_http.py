@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from typing import Protocol, Self
 
@@ -177,17 +178,20 @@ class PodHttpClient:
 
 
 async def _read_capped(answer: aiohttp.ClientResponse, limit: int) -> bytes | None:
-    """The body, or None as soon as it is known to pass `limit` bytes.
-
-    The announced length refuses a big answer before a byte of it is read; a chunked or
-    lying one is cut when the count passes the limit.
-    """
+    """The body, or None as soon as it is known to pass `limit` bytes: the announced
+    length refuses a big answer before a byte of it is read, `read_up_to` the rest."""
     length = answer.content_length
     if length is not None and length > limit:
         return None
+    return await read_up_to(answer.content.iter_chunked(_CHUNK), limit)
+
+
+async def read_up_to(chunks: AsyncIterable[bytes], limit: int) -> bytes | None:
+    """The chunks joined, or None as soon as they pass `limit` bytes (a chunked or lying
+    answer is cut there, the rest never read). Every `PodClient` reads bodies with it."""
     parts = []
     size = 0
-    while chunk := await answer.content.read(_CHUNK):
+    async for chunk in chunks:
         size += len(chunk)
         if size > limit:
             return None

@@ -1,30 +1,32 @@
-"""The simulator's transports: requests answered in-process, with no sockets.
+"""The simulator's connections: requests answered in-process, with no sockets.
 
-Where it sits: under the real RunPod client, prober and traffic in the simulator and
-the story tests (rpp/sim/world.py). Only the transports are swapped: the controller
-sends the same requests it would send to RunPod and to the pods.
+Where it sits: under the real prober and Prometheus client in the simulator and the
+story tests (rpp/sim/world.py), and the world's app traffic. Only the connections are
+swapped: the controller sends the same requests it would send to the pods and to
+Prometheus. (Its RunPod client reaches the fake cloud's API over `httpx.ASGITransport`.)
 
-- `InProcessPods` is the prober's `PodClient` (rpp/adapters/pod_http.py): each probe
-  goes straight to the proxy's `respond`, the pod's answer read up to the limit as
-  over a network, with no ASGI messages.
-- `InProcessTransport` is httpx's: requests for a RunPod proxy host
-  (`{podId}-{port}.proxy.runpod.net`: the world's app traffic) go to the proxy's
-  `respond` too; everything else (the REST API, GraphQL, the fake's control routes) to
-  the fallback transport, the cloud API over `httpx.ASGITransport`.
-  `ResponderTransport` serves any one responder so (the fake Prometheus).
+- `InProcessPods` is the prober's `PodClient` (rpp/adapters/pod_http.py): each GET goes
+  straight to the proxy's `respond`, the pod's answer read up to the limit as over a
+  network, with no ASGI messages.
+- `ResponderTransport` is httpx's transport onto any one responder (the fake
+  Prometheus; the proxy, in tests that stream through it).
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from rpp.adapters.pod_http import PodAnswer, PodClient, PodRequest, PodUnreachable
-from rpp.model.proxy_hosts import PROXY_SUFFIX
+from rpp.adapters.pod_http import (
+    PodAnswer,
+    PodClient,
+    PodRequest,
+    PodUnreachable,
+    read_up_to,
+)
 from rpp.sim.asgi_io import Reply, Request, Responder, StreamCut
 
 HEADERS_KEPT = 4096  # answer header sets kept (bounded, whatever the answers)
@@ -48,16 +50,10 @@ class InProcessPods:
         reply = await self._respond(fake)
         if reply.chunks is None:
             return PodAnswer(reply.status, reply.body if len(reply.body) <= limit else None)
-        parts, size = [], 0
         try:
-            async for chunk in reply.chunks:
-                size += len(chunk)
-                if size > limit:
-                    return PodAnswer(reply.status, None)
-                parts.append(chunk)
+            return PodAnswer(reply.status, await read_up_to(reply.chunks, limit))
         except StreamCut as cut:
             raise PodUnreachable(f"peer closed the connection: {cut}") from None
-        return PodAnswer(reply.status, b"".join(parts))
 
     async def aclose(self) -> None:
         self._seen.clear()
@@ -84,23 +80,11 @@ class ResponderTransport(httpx.AsyncBaseTransport):
 
     def __init__(self, respond: Responder) -> None:
         self._respond = respond
-        # The fakes' view of each request that is sent again and again: the prober and
-        # the world's traffic build each pod's bodiless GETs once. Kept only while the
-        # request object lives.
-        self._seen: weakref.WeakKeyDictionary[httpx.Request, Request] = weakref.WeakKeyDictionary()
         # Answer headers by (status, type, extra headers, length): most answers repeat.
         self._headers: dict[tuple[Any, ...], httpx.Headers] = {}
 
-    def knows(self, request: httpx.Request) -> bool:
-        """This request object was sent here before (so no need to look at its host)."""
-        return request in self._seen
-
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        fake = self._seen.get(request)
-        if fake is None:
-            fake = await _request(request)
-            if fake.method in ("GET", "HEAD") and not fake.body:
-                self._seen[request] = fake
+        fake = await _request(request)
         reply = await self._respond(fake)
         if reply.chunks is not None:
             headers = list(reply.headers)
@@ -131,24 +115,6 @@ class ResponderTransport(httpx.AsyncBaseTransport):
                 self._headers.clear()
             headers = self._headers[key] = httpx.Headers(listed)  # each answer copies it
         return headers
-
-
-class InProcessTransport(httpx.AsyncBaseTransport):
-    """Proxy hosts to a responder, other hosts to `fallback`."""
-
-    def __init__(self, *, proxy: Responder, fallback: httpx.AsyncBaseTransport) -> None:
-        self._proxy = ResponderTransport(proxy)
-        self._fallback = fallback
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if not self._proxy.knows(request):
-            host = request.headers.get("host", request.url.host).rsplit(":", 1)[0].lower()
-            if not host.endswith(PROXY_SUFFIX):
-                return await self._fallback.handle_async_request(request)
-        return await self._proxy.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self._fallback.aclose()
 
 
 async def _request(request: httpx.Request) -> Request:

@@ -2,8 +2,8 @@
 
 Where it sits: under `rpp simulate` and the story tests. Only transports are swapped:
 the real controller loop (rpp/controller/loop.py), RunPod client, prober, Prometheus client,
-reconciler, decide, machines and executor run against the fake RunPod cloud (REST v2 +
-GraphQL + the proxy, reached through an in-process httpx transport,
+reconciler, decide, machines and executor run against the fake RunPod cloud (REST v2 and
+GraphQL through httpx's ASGI transport, the proxy through the prober's in-process client,
 rpp/sim/in_process.py), fake inference pods behind that proxy, the in-memory Kubernetes
 API and, when asked for, a fake Prometheus (rpp/sim/fake_prometheus.py). Time is
 whatever clock it is given; on a `VirtualTimeLoop` with a `VirtualClock`, a simulated
@@ -49,7 +49,7 @@ from rpp.sim.cloud_model import FakePod, FakePodInfo
 from rpp.sim.cloud_scenario import CloudScenario
 from rpp.sim.crossings import WorldCrossings
 from rpp.sim.fake_prometheus import FakePrometheus
-from rpp.sim.in_process import InProcessPods, InProcessTransport, ResponderTransport
+from rpp.sim.in_process import InProcessPods, ResponderTransport
 from rpp.sim.inference import FakeInferencePod
 from rpp.sim.kube_memory import MemoryKubeApi
 from rpp.sim.process import ControllerParts
@@ -173,11 +173,8 @@ class World:
         self.cloud.listener = self._cloud_changed
         if cloud is not None:
             self._build_cloud(cloud)
-        proxy = ProxyApp(self.cloud)
-        self.transport = InProcessTransport(
-            proxy=proxy.respond, fallback=httpx.ASGITransport(app=CloudApi(self.cloud))
-        )
-        self.pod_client = InProcessPods(proxy.respond)
+        self.transport = httpx.ASGITransport(app=CloudApi(self.cloud))  # RunPod's API
+        self.pod_client = InProcessPods(ProxyApp(self.cloud).respond)  # pods, by proxy
         self.kube = MemoryKubeApi(KubeSettings(namespace=namespace), clock=clock)
         self.crossings = WorldCrossings(self.kube, clock)
         self.restarts = 0
