@@ -14,7 +14,21 @@ adds them and nothing else:
 - `metadata.generation` is bumped only when `spec` changes, or when a delete marks an object
   that has finalizers (deletionTimestamp set, as the API server does);
 - a write that leaves an object being deleted without finalizers deletes it;
-- create answers 201.
+- create answers 201;
+- a list carries the server's current resourceVersion, and a watch from a resourceVersion
+  replays what changed after it, then follows; without one it sends what exists as ADDED;
+- `compact()` forgets history as etcd's compaction does: a watch from an older version is
+  answered HTTP 410 Expired, "too old resource version: 4 (9)" (rpp/sim/kube_standin.py
+  answers with the other form the API server uses, an ERROR event in the stream);
+- `bookmark()` sends every watch that asked for bookmarks (`allowWatchBookmarks=true`) a
+  BOOKMARK event at the current resourceVersion; `end_watches()` ends every open stream, as
+  the API server does when a watch's timeoutSeconds pass;
+- `restart(forbidden=3, busy=2)`: as an API server that has just started again, every open
+  watch ends, then the next 3 requests are refused 403 (its authorizer has not read RBAC
+  yet) and the next 2 answered 429 "storage is (re)initializing" with Retry-After: 1;
+- every write records its field manager in the object's managedFields, as the API server
+  does: the `fieldManager` query parameter, else the User-Agent up to its first "/" (which
+  makes the kubernetes client's writes `OpenAPI-Generator`'s).
 
 Writes happen in fallback reactions, never in the request interceptor, so a test reaction such
 as ``kmock[kmock.method.PUT, POOLS] << 403`` really refuses the write, as RBAC would.
@@ -25,17 +39,20 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as dt
-import itertools
 import os
 import sys
 import uuid
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import aiohttp.web
 import attrs
 import kmock
 import yaml
+
+from rpp.sim import managed_fields
 
 # Where a test reaction can point: the same resource references the emulator indexes objects by.
 POOLS = kmock.resource("runpodpool.ownego.com", "v1alpha1", "runpodpools")
@@ -98,15 +115,81 @@ def forbidden(verb: str, resource: str) -> kmock.KubernetesError:
     )
 
 
+def refusal(status: int) -> aiohttp.web.Response:
+    """What an API server that has just started answers: 403 before its authorizer has read
+    RBAC, 429 while its storage (the watch cache) fills, as its Status."""
+    if status == 403:
+        reason, message = "Forbidden", 'leases.coordination.k8s.io is forbidden: User "rpp"'
+        headers: dict[str, str] = {}
+    else:
+        reason, message = "TooManyRequests", "storage is (re)initializing"
+        headers = {"Retry-After": "1"}
+    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}}
+    body["status"] = "Failure"
+    body |= {"message": message, "reason": reason, "code": status}
+    if status == 429:
+        body["details"] = {"retryAfterSeconds": 1}
+    return aiohttp.web.json_response(body, status=status, headers=headers)
+
+
+_END = object()
+"""Put on a resource's bus to end every watch stream open on it."""
+
+
 @attrs.define(kw_only=True)
 class StrictKubernetesEmulator(kmock.KubernetesEmulator):
     """kmock's emulator with resourceVersion conflicts, PUT, 201 and the status subresource."""
 
-    _revisions: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1), init=False)
+    revision: int = attrs.field(default=0, init=False)
+    """The last resourceVersion given out (etcd's revision)."""
+    compacted: int = attrs.field(default=0, init=False)
+    """Watches from a resourceVersion below this one are answered 410 Expired."""
+    _history: list[tuple[int, kmock.resource, dict[str, Any]]] = attrs.field(
+        factory=list, init=False
+    )
+    _refusals: deque[int] = attrs.field(factory=deque, init=False)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
         self.fallback[kmock.method.PUT] << self._serve_replace
+
+    def _next_revision(self) -> str:
+        self.revision += 1
+        return str(self.revision)
+
+    def compact(self) -> None:
+        """Forget every change up to now, as etcd's compaction does."""
+        self.compacted = self.revision
+        self._history = [entry for entry in self._history if entry[0] > self.compacted]
+
+    async def bookmark(self) -> None:
+        """A BOOKMARK at the current resourceVersion to every watch that asked for them."""
+        event = {
+            "type": "BOOKMARK",
+            "object": {"metadata": {"resourceVersion": str(self.revision)}},
+        }
+        for bus in list(self._buses.values()):
+            await bus.put(event)
+
+    async def end_watches(self) -> None:
+        """End every open watch stream, as the API server does when timeoutSeconds pass."""
+        for bus in list(self._buses.values()):
+            await bus.put(_END)
+
+    async def restart(self, *, forbidden: int = 0, busy: int = 0) -> None:
+        """As an API server that has just started again: the open watches end, then the
+        next `forbidden` requests are refused 403 and the next `busy` answered 429."""
+        await self.end_watches()
+        self._refusals.extend([403] * forbidden + [429] * busy)
+
+    @property
+    def refusing(self) -> int:
+        """How many more requests the restart window refuses."""
+        return len(self._refusals)
+
+    def managers(self, resource: kmock.resource, namespace: str, name: str) -> set[str]:
+        """Who wrote the object, by its managedFields."""
+        return managed_fields.managers(self.objects[resource, namespace, name].raw)
 
     def seed(
         self, resource: kmock.resource, namespace: str, body: dict[str, Any]
@@ -114,6 +197,7 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
         """Store an object as if a human had created it; return what the server holds."""
         stored = self._stamp_new(copy.deepcopy(body), namespace)
         self.objects[resource, namespace, stored["metadata"]["name"]] = stored
+        self._history.append((self.revision, resource, {"type": "ADDED", "object": stored}))
         return copy.deepcopy(stored)
 
     async def wait_for_watchers(self, resource: kmock.resource, *, timeout: float = 5.0) -> None:
@@ -124,33 +208,90 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
                 await asyncio.sleep(0.01)
 
     async def _handle(self, request: kmock.Request) -> Any:
-        # The parent interceptor writes on every POST/PATCH before any reaction runs; skip it so
-        # the writes below happen only when no test reaction answered first.
+        if request.resource is not None and self._refusals:
+            return refusal(self._refusals.popleft())
+        # The parent interceptor writes on every POST/PATCH/DELETE before any reaction runs;
+        # skip it so the writes below happen only when no test reaction answered first.
         is_write = request.action in {kmock.action.CREATE, kmock.action.UPDATE}
         if request.resource is not None and (is_write or request.method == kmock.method.PUT):
             return await kmock.RawHandler._handle(self, request)
         if request.action == kmock.action.DELETE and request.name is not None:
-            await self._mark_deleting(request)
+            await self._delete(request)
+            return await kmock.RawHandler._handle(self, request)
         return await super()._handle(request)
 
-    async def _mark_deleting(self, request: kmock.Request) -> None:
+    async def _publish(self, resource: kmock.resource, type_: str, obj: dict[str, Any]) -> None:
+        """Tell the watches, and keep the event for a watch that resumes from before it."""
+        event = {"type": type_, "object": obj}
+        self._history.append((int(obj["metadata"]["resourceVersion"]), resource, event))
+        await self._buses[resource].put(event)
+
+    async def _delete(self, request: kmock.Request) -> None:
         """A delete of an object with finalizers only marks it, bumping its generation and
-        resourceVersion; the parent then sees it marked and leaves it."""
+        resourceVersion; one without goes, at a resourceVersion of its own."""
         key = (request.resource, request.namespace, request.name)
         async with self._lock:
             if key not in self.objects or self.objects[key].deleted:
-                return
+                raise kmock.KubernetesObjectNotFoundError()
             old = self.objects[key].raw
             meta = old.get("metadata", {})
-            if not meta.get("finalizers") or meta.get("deletionTimestamp"):
+            if meta.get("deletionTimestamp"):
                 return
             new = copy.deepcopy(old)
+            new["metadata"]["resourceVersion"] = self._next_revision()
+            if not meta.get("finalizers"):
+                self.objects[key].history.append(new)
+                self.objects[key].delete()
+                await self._publish(request.resource, "DELETED", new)
+                return
             new["metadata"]["deletionTimestamp"] = _now()
             if "generation" in meta:
                 new["metadata"]["generation"] = meta["generation"] + 1
-            new["metadata"]["resourceVersion"] = str(next(self._revisions))
             self.objects[key].history.append(new)
-            await self._buses[request.resource].put({"type": "MODIFIED", "object": new})
+            await self._publish(request.resource, "MODIFIED", new)
+
+    async def _serve_list(self, request: kmock.Request) -> Any:
+        listed = await super()._serve_list(request)
+        listed["metadata"]["resourceVersion"] = str(self.revision)
+        return listed
+
+    async def _serve_watch(self, request: kmock.Request) -> AsyncIterator[Any]:
+        since = request.params.get("resourceVersion")
+        bookmarks = request.params.get("allowWatchBookmarks") == "true"
+        resource = request.resource
+        async with self._lock:
+            if since and int(since) < self.compacted:
+                raise kmock.KubernetesError(
+                    status=410,
+                    reason="Expired",
+                    message=f"too old resource version: {since} ({self.compacted})",
+                )
+            bus = self._buses[resource]
+            marker = await bus.mark()  # before the backlog: nothing falls between the two
+            if since:
+                backlog = [e for v, r, e in self._history if r == resource and v > int(since)]
+            else:
+                existing = self.objects.items()
+                backlog = [
+                    {"type": "ADDED", "object": o.raw}
+                    for (r, _, _), o in existing
+                    if r == resource and not o.deleted
+                ]
+        try:
+            yield b""  # the headers: the stream is open
+            for event in backlog:
+                if _in(request, event):
+                    yield event
+            async for event in bus.stream(since=marker):
+                if event is _END:
+                    return
+                if event["type"] == "BOOKMARK":
+                    if bookmarks:
+                        yield event
+                elif _in(request, event):
+                    yield event
+        finally:
+            await bus.unmark(marker)
 
     async def _serve_create(self, request: kmock.Request) -> kmock.Response:
         body = copy.deepcopy(request.data or {})
@@ -162,11 +303,12 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
                     status=409, reason="AlreadyExists", message=f"{key[2]!r} already exists"
                 )
             stored = self._stamp_new(body, namespace)
+            self._record_manager(stored, request)
             if key in self.objects:
                 self.objects[key].history.append(stored)
             else:
                 self.objects[key] = stored
-            await self._buses[request.resource].put({"type": "ADDED", "object": stored})
+            await self._publish(request.resource, "ADDED", stored)
         return kmock.Response(status=201, payload=stored)
 
     async def _serve_update(self, request: kmock.Request) -> dict[str, Any]:
@@ -194,15 +336,33 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
                     ),
                 )
             new = self._next_version(old, body, replace=replace, status=request.subresource)
+            new["metadata"]["managedFields"] = old["metadata"].get("managedFields", [])
+            self._record_manager(new, request)
             self.objects[key].history.append(new)
             meta = new["metadata"]
             if meta.get("deletionTimestamp") and not meta.get("finalizers"):
                 # The last finalizer went: the API server deletes the object now.
                 self.objects[key].delete()
-                await self._buses[request.resource].put({"type": "DELETED", "object": new})
+                await self._publish(request.resource, "DELETED", new)
             else:
-                await self._buses[request.resource].put({"type": "MODIFIED", "object": new})
+                await self._publish(request.resource, "MODIFIED", new)
         return new
+
+    def _record_manager(self, obj: dict[str, Any], request: kmock.Request) -> None:
+        """Who wrote it, in its managedFields (rpp/sim/managed_fields.py)."""
+        given = request.params.get("fieldManager")
+        if given is not None and not 0 < len(given) <= managed_fields.MAX_LENGTH:
+            raise kmock.KubernetesError(
+                status=422, reason="Invalid", message="fieldManager: must be 1-128 characters"
+            )
+        group, version = request.resource.group, request.resource.version
+        managed_fields.record(
+            obj,
+            manager=managed_fields.manager_of(given, request.headers.get("User-Agent", "")),
+            api_version=f"{group}/{version}" if group else version,
+            time=_now(),
+            subresource=request.subresource or "",
+        )
 
     def _next_version(
         self, old: dict[str, Any], body: dict[str, Any], *, replace: bool, status: str | None
@@ -235,7 +395,7 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
                 new.pop("status", None)
             if "generation" in old["metadata"] and new.get("spec") != old.get("spec"):
                 new["metadata"]["generation"] = old["metadata"]["generation"] + 1
-        new["metadata"]["resourceVersion"] = str(next(self._revisions))
+        new["metadata"]["resourceVersion"] = self._next_revision()
         return new
 
     def _stamp_new(self, body: dict[str, Any], namespace: str | None) -> dict[str, Any]:
@@ -243,12 +403,18 @@ class StrictKubernetesEmulator(kmock.KubernetesEmulator):
         meta.update(
             namespace=namespace,
             uid=str(uuid.uuid4()),
-            resourceVersion=str(next(self._revisions)),
+            resourceVersion=self._next_revision(),
             creationTimestamp=_now(),
         )
         if "spec" in body:  # as for custom resources; ConfigMaps and the like have none
             meta["generation"] = 1
         return body
+
+
+def _in(request: kmock.Request, event: dict[str, Any]) -> bool:
+    """Whether a watch of `request` (its namespace, if any) sees the event's object."""
+    meta = event["object"].get("metadata", {})
+    return request.namespace is None or meta.get("namespace") == request.namespace
 
 
 # What a write to the main resource cannot change, as on the API server.

@@ -21,7 +21,7 @@ from rpp.sim.localhttp import serve_local
 from rpp.sim.proxy import ProxyApp, route_by_host
 from tests.controller_kit import GPU, IMAGE, manifest
 from tests.fixtures_rehearsal import API_KEY, METRICS_TOKEN, NS, Rehearsal
-from tests.kmock_strict import LEASES, StrictKubernetesEmulator
+from tests.kmock_strict import CONFIG_MAPS, LEASES, POOLS, StrictKubernetesEmulator
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
@@ -119,3 +119,78 @@ async def test_sigterm_mid_loop_finishes_the_loop_writes_status_then_releases(
     released = messages.index("released the leader Lease runpod-pool-controller")
     assert stopping < released
     assert not rehearsal.kmock.objects[LEASES, NS, LEASE_NAME].raw["spec"].get("holderIdentity")
+
+
+async def test_rpp_run_names_itself_on_its_writes_and_rides_out_a_restart_and_a_compaction(
+    rehearsal: Rehearsal,
+) -> None:
+    """What a real API server did to `rpp run` that the stand-ins never did (issue 24): it
+    restarted (403 to everything for a few seconds, then 429 while its storage filled),
+    and compacted etcd under the pool watch (410 Gone when the watch resumed). The
+    controller says what happened at INFO and goes on; and its writes carry its name."""
+    kmock = rehearsal.kmock
+    rehearsal.seed(pool_object())
+    app = route_by_host(CloudApi(rehearsal.cloud), ProxyApp(rehearsal.cloud))
+    async with serve_local(app) as port:
+        await rehearsal.start(f"http://127.0.0.1:{port}")
+        await rehearsal.wait_healthy()
+        async with asyncio.timeout(30):
+            while (rehearsal.pool().get("status") or {}).get("ready") != 1:
+                await asyncio.sleep(0.2)
+        await kmock.restart(forbidden=3, busy=2)
+        async with asyncio.timeout(30):
+            while kmock.refusing:
+                await asyncio.sleep(0.1)
+        after_restart = len(list(kmock))
+        async with asyncio.timeout(30):
+            while not [r for r in list(kmock)[after_restart:] if writes_lease(r)]:
+                await asyncio.sleep(0.1)
+        # Something else moves the revision on, etcd compacts, the watch's stream is cut.
+        kmock.seed(CONFIG_MAPS, NS, {"metadata": {"name": "unrelated"}})
+        kmock.compact()
+        await kmock.end_watches()
+        compacted, mark = kmock.compacted, len(list(kmock))
+        async with asyncio.timeout(30):
+            while not [
+                r
+                for r in pool_watches(kmock, mark)
+                if int(r.params["resourceVersion"]) >= compacted
+            ]:
+                await asyncio.sleep(0.1)
+        assert rehearsal.process is not None
+        assert rehearsal.process.returncode is None
+        code, logs, _ = await rehearsal.stop()
+
+    assert code == 0
+    stale = [r for r in pool_watches(kmock, mark) if int(r.params["resourceVersion"]) < compacted]
+    assert len(stale) == 1, "resumed once from the compacted version, then from a list"
+    writes = [r for r in list(kmock) if r.method != kmock.method.GET]
+    assert {r.params.get("fieldManager") for r in writes} == {"runpod-pool-controller"}
+    assert kmock.managers(POOLS, NS, "inference") == {"runpod-pool-controller"}
+    assert kmock.managers(CONFIG_MAPS, NS, "inference-nginx-slots") == {"runpod-pool-controller"}
+    assert kmock.managers(LEASES, NS, LEASE_NAME) == {"runpod-pool-controller"}
+    said = [(line["level"], line["message"]) for line in logs]
+    assert [s for s in said if s[0] in ("WARNING", "ERROR", "CRITICAL")] == []
+    assert not [m for _, m in said if "rbac" in m.lower()]
+    infos = [m for level, m in said if level == "INFO"]
+    restarted = "the API server refused (403); retrying for up to 10s"
+    assert any(restarted in m for m in infos)
+    assert any(m.startswith("the Kubernetes API server answers again") for m in infos)
+    assert any(
+        m.startswith(f"watch of runpodpools in namespace {NS}: the API server no longer keeps")
+        for m in infos
+    )
+
+
+def writes_lease(request: Any) -> bool:
+    return bool(request.resource == LEASES and request.method != request.method.GET)
+
+
+def pool_watches(kmock: StrictKubernetesEmulator, since: int) -> list[Any]:
+    return [
+        r
+        for r in list(kmock)[since:]
+        if r.resource == POOLS
+        and r.params.get("watch") == "true"
+        and r.params.get("resourceVersion")
+    ]

@@ -10,6 +10,7 @@ adapter records exactly the calls the real one sends.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Iterable
 from typing import Any
@@ -100,7 +101,11 @@ async def drive_every_call(api: MemoryKubeApi) -> None:
         LEASE, spec={"holderIdentity": "a"}, resource_version=lease["metadata"]["resourceVersion"]
     )
     stream = api.watch_pools()
-    await anext(stream)
+    await anext(stream)  # from the watch's list
+    watching = asyncio.create_task(anext(stream))  # then the watch itself
+    await asyncio.sleep(0)
+    watching.cancel()
+    await asyncio.gather(watching, return_exceptions=True)
     await stream.aclose()
 
 

@@ -20,7 +20,9 @@ from rpp.adapters.kube.api import (
     SecretData,
     required_permissions,
 )
+from rpp.sim import managed_fields
 from rpp.sim.kube_memory import Call, MemoryKubeApi, merge_patch
+from rpp.sim.virtual_time import VirtualClock, run_virtual
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -243,7 +245,7 @@ async def test_watch_sends_existing_pools_then_every_change(kube: MemoryKubeApi)
     ]
     assert rest[0].pool["metadata"]["generation"] == 2
     kube.apply_pool(manifest("c"))  # a closed watch no longer receives anything
-    assert kube._watchers == []
+    assert kube.open_watches == 0
 
 
 def test_required_permissions_follow_the_crd_group() -> None:
@@ -256,3 +258,87 @@ def test_required_permissions_follow_the_crd_group() -> None:
     assert Permission("get", "", "secrets") in REQUIRED_PERMISSIONS
     # Secrets are only ever read; the controller never needs to write or list them.
     assert {p.verb for p in REQUIRED_PERMISSIONS if p.resource == "secrets"} == {"get"}
+
+
+async def test_a_watch_resuming_after_a_compaction_lists_again_and_reports_what_it_missed(
+    kube: MemoryKubeApi,
+) -> None:
+    """The in-memory cluster's pool watch runs the real adapter's reflector: a stream cut
+    while etcd compacts resumes with a list, and the pools that changed or went meanwhile
+    come out as such, once."""
+    kube.apply_pool(manifest("a"))
+    kube.apply_pool(manifest("b"))
+    stream = kube.watch_pools()
+    listed = [await anext(stream), await anext(stream)]
+    kube.patch_pool_spec("a", {"paused": True})
+    streamed = await anext(stream)
+    kube.end_watches()
+    kube.patch_pool_spec("a", {"paused": False})
+    kube.delete_pool("b")
+    kube.compact()
+    caught_up = [await anext(stream), await asyncio.wait_for(anext(stream), timeout=1)]
+    await stream.aclose()
+
+    assert [e.type for e in listed] == ["ADDED", "ADDED"]
+    assert streamed.type == "MODIFIED"
+    assert [(e.type, e.pool["metadata"]["name"]) for e in caught_up] == [
+        ("MODIFIED", "a"),
+        ("DELETED", "b"),
+    ]
+    assert caught_up[0].pool["spec"]["paused"] is False
+    verbs = [c.verb for c in kube.calls if c.resource == "runpodpools"]
+    assert verbs == ["list", "watch", "watch", "list"]  # the second watch was too old
+    assert kube.open_watches == 0
+
+
+async def test_a_bookmark_lets_a_watch_resume_past_a_compaction_without_a_list(
+    kube: MemoryKubeApi,
+) -> None:
+    kube.apply_pool(manifest("a"))
+    stream = kube.watch_pools()
+    await anext(stream)
+    following = asyncio.create_task(anext(stream))
+    await asyncio.sleep(0)
+    await kube.create_lease("elsewhere", spec={})  # the revision moves on
+    kube.bookmark()
+    kube.compact()
+    kube.end_watches()
+    kube.patch_pool_spec("a", {"paused": True})
+    changed = await asyncio.wait_for(following, timeout=1)
+    await stream.aclose()
+
+    assert changed.type == "MODIFIED"
+    verbs = [c.verb for c in kube.calls if c.resource == "runpodpools"]
+    assert verbs == ["list", "watch", "watch"]
+
+
+def test_calls_during_a_restart_wait_until_the_api_server_answers_again() -> None:
+    async def main(clock: VirtualClock) -> list[float]:
+        kube = MemoryKubeApi(KubeSettings(namespace="runpod"), clock=clock)
+        loop = asyncio.get_running_loop()
+        kube.restart(forbidden_s=3.0, busy_s=1.0)
+        await asyncio.sleep(1.0)
+        answered = []
+        for _ in range(2):
+            await kube.get_lease("leader")
+            answered.append(loop.time())
+        return answered
+
+    assert run_virtual(main) == [4.0, 4.0]  # at the window's end, then at once
+
+
+async def test_the_controllers_writes_are_recorded_under_its_field_manager(
+    kube: MemoryKubeApi,
+) -> None:
+    version = kube.apply_pool(manifest())["metadata"]["resourceVersion"]
+    await kube.replace_pool_status("inference", status={}, resource_version=version)
+    await kube.create_config_map("slots", data={}, labels={})
+    lease = await kube.create_lease("leader", spec={})
+    await kube.emit_event(lease, type_="Normal", reason="Led", message="m", now=NOW)
+
+    pool_fields = kube.pool("inference")["metadata"]["managedFields"]
+    assert [(f["manager"], f.get("subresource")) for f in pool_fields] == [
+        ("runpod-pool-controller", "status")
+    ]
+    assert managed_fields.managers(lease) == {"runpod-pool-controller"}
+    assert managed_fields.managers(kube.events[0]) == {"runpod-pool-controller"}

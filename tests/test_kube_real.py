@@ -43,6 +43,7 @@ from tests.kmock_strict import (
     StrictKubernetesEmulator,
     forbidden,
 )
+from tests.stopwatch import Stopwatch
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
@@ -64,8 +65,17 @@ def pool_manifest(name: str = "inference", **spec: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def kube(kmock: StrictKubernetesEmulator) -> AsyncIterator[RealKubeApi]:
-    api = RealKubeApi.for_host(host=str(kmock.url), settings=SETTINGS, token=TOKEN)
+def stopwatch() -> Stopwatch:
+    return Stopwatch()
+
+
+@pytest.fixture
+async def kube(
+    kmock: StrictKubernetesEmulator, stopwatch: Stopwatch
+) -> AsyncIterator[RealKubeApi]:
+    api = RealKubeApi.for_host(
+        host=str(kmock.url), settings=SETTINGS, token=TOKEN, patience=stopwatch.patience()
+    )
     async with api:
         yield api
 
@@ -320,7 +330,7 @@ async def test_rejected_credentials_say_to_check_the_token(
     [
         ("list", "runpodpools", kmock.method.GET, lambda k: k.list_pools()),
         ("get", "secrets", kmock.method.GET, lambda k: k.read_secret("inference-env")),
-        ("watch", "runpodpools", kmock.method.GET, lambda k: anext(k.watch_pools())),
+        ("watch", "runpodpools", kmock.action.WATCH, lambda k: past_the_listing(k)),
         (
             "update",
             "runpodpools/status",
@@ -367,6 +377,16 @@ async def test_forbidden_names_the_verb_and_resource_the_role_lacks(
     assert f"forbidden: cannot {verb} {resource}" in str(caught.value)
     assert "deploy/rbac.yaml" in str(caught.value)
     assert "status" not in kmock.objects[POOLS, NS, "inference"]
+
+
+async def past_the_listing(kube: RealKubeApi) -> None:
+    """The pool watch's first event (from its list), then the watch itself."""
+    stream = kube.watch_pools()
+    try:
+        await anext(stream)
+        await anext(stream)
+    finally:
+        await stream.aclose()
 
 
 async def test_errors_never_carry_the_token_or_server_internals(
@@ -494,6 +514,7 @@ async def test_watch_yields_existing_pools_then_changes(
     kmock.seed(POOLS, NS, pool_manifest())
     stream = kube.watch_pools()
     first = await asyncio.wait_for(anext(stream), timeout=5)
+    following = asyncio.create_task(anext(stream))
     await kmock.wait_for_watchers(POOLS)
 
     async with RealKubeApi.for_host(host=str(kmock.url), settings=SETTINGS) as writer:
@@ -501,7 +522,7 @@ async def test_watch_yields_existing_pools_then_changes(
         await writer.replace_pool_status(
             "inference", status={"ready": 1}, resource_version=version
         )
-    second = await asyncio.wait_for(anext(stream), timeout=5)
+    second = await asyncio.wait_for(following, timeout=5)
     await stream.aclose()
 
     assert first == PoolEvent("ADDED", first.pool)

@@ -224,3 +224,31 @@ def test_lease_timing_must_let_a_holder_stop_before_a_take_over() -> None:
         LeaseTiming(lease_duration=10, renew_deadline=15, retry_period=2)
     with pytest.raises(ValueError, match="retry period < renew deadline"):
         LeaseTiming(lease_duration=15, renew_deadline=2, retry_period=2)
+
+
+@pytest.mark.parametrize(("window", "keeps"), [(3.0 + 1.0, True), (9.0 + 3.0, False)])
+def test_an_api_server_restart_shorter_than_the_renew_deadline_keeps_the_holder(
+    window: float, keeps: bool
+) -> None:
+    """A restart's refusals (403 for about 3 s, then 429), waited out by the adapter, delay
+    the renewals: within the renew deadline the holder keeps leading and no standby takes
+    over; past it, the holder steps down, as for any API server it cannot reach (and
+    takes its own Lease again once the server answers)."""
+
+    async def body(clock: VirtualClock, kube: MemoryKubeApi) -> None:
+        a, b = Replica("a", kube, clock=clock), Replica("b", kube, clock=clock)
+        a.start()
+        await asyncio.sleep(0.5)
+        b.start()
+        await asyncio.sleep(10)
+        kube.restart(forbidden_s=window * 3 / 4, busy_s=window / 4)
+        await asyncio.sleep(window + LEASE_DURATION_S)
+
+        assert (a.stepped_down_at() is None) is keeps
+        if keeps:
+            assert a.elector.is_leader
+            assert b.led_from() is None
+        await a.kill()
+        await b.kill()
+
+    virtual(body)

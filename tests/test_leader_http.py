@@ -12,6 +12,7 @@ reads), and check the take-over against the Lease records themselves.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -20,8 +21,10 @@ import pytest
 from rpp.adapters.clock import SystemClock
 from rpp.adapters.kube.api import KubeSettings
 from rpp.adapters.kube.real import RealKubeApi
+from rpp.adapters.kube.transient import Patience
 from rpp.controller.leader import LEASE_NAME, LeaderElector, LeaseTiming
 from tests.kmock_strict import LEASES, StrictKubernetesEmulator
+from tests.stopwatch import Stopwatch
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
@@ -65,9 +68,12 @@ class WatchedKube(RealKubeApi):
 
 
 class Replica:
-    def __init__(self, url: str, name: str) -> None:
+    def __init__(self, url: str, name: str, *, patience: Patience | None = None) -> None:
         kube = WatchedKube.for_host(
-            host=url, settings=KubeSettings(namespace=NS, request_timeout=2.0), token="t"
+            host=url,
+            settings=KubeSettings(namespace=NS, request_timeout=2.0),
+            token="t",
+            patience=patience,
         )
         assert isinstance(kube, WatchedKube)
         self.kube = kube
@@ -138,3 +144,30 @@ async def test_a_released_lease_goes_to_the_standby_at_once_over_http(
     # lease of reads (2 s / 0.2 s = 10).
     assert b.kube.reads - reads_at_release <= 2
     assert kmock.objects[LEASES, NS, LEASE_NAME]["spec"]["holderIdentity"] == "replica-b"
+
+
+async def test_the_holder_rides_out_an_api_server_restart_without_rbac_advice(
+    kmock: StrictKubernetesEmulator,
+    replicas: list[Replica],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Right after it starts, an API server refuses everything (403) for a few seconds,
+    then answers 429 while its storage fills. The holder's renewals wait that out (on a
+    stopwatch here, so within the 1.2 s renew deadline) and keep the Lease; nothing tells
+    the operator to fix a Role that lacks nothing."""
+    stopwatch = Stopwatch()
+    a = Replica(str(kmock.url), "replica-a", patience=stopwatch.patience())
+    replicas.append(a)
+    await wait_leading(a)
+
+    with caplog.at_level(logging.INFO):
+        await kmock.restart(forbidden=3, busy=2)
+        await a.kube.wait_reads(a.kube.reads + 3)  # renewed through the window and after
+
+    assert a.elector.is_leader
+    stored = kmock.objects[LEASES, NS, LEASE_NAME]["spec"]
+    assert (stored["holderIdentity"], stored["leaseTransitions"]) == ("replica-a", 0)
+    assert stopwatch.slept == [0.5, 1.0, 2.0, 1.0, 1.0], "the whole window was waited out"
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.name.startswith("rpp")]
+    assert [level for level, _ in said] == [logging.INFO] * 2
+    assert not any("rbac" in text.lower() or "Role lacks" in text for _, text in said)

@@ -50,6 +50,8 @@ from rpp.decide.nginx_slots import upstream_name
 
 log = layer_logger("rpp.commands")
 COMPONENT = "rpp-nginx-reloader"
+"""Its Events' source and the field manager of what it writes."""
+RBAC_HINT = "the reloader's Role lacks this; apply the Role in examples/nginx.yaml"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -170,9 +172,8 @@ async def _main(
         log.error("NAMESPACE: not set, and the credentials from %s name none", access.source)
         return 2
     name = args.config_map or f"{args.pool}-nginx-slots"
-    kube = RealKubeApi(
-        ApiClient(access.configuration), KubeSettings(namespace=namespace, component=COMPONENT)
-    )
+    settings = KubeSettings(namespace=namespace, component=COMPONENT, rbac_hint=RBAC_HINT)
+    kube = RealKubeApi(ApiClient(access.configuration), settings)
     registry = CollectorRegistry()
     reloader = SlotsReloader(
         kube=kube,

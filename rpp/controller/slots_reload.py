@@ -165,7 +165,8 @@ class SlotsReloader:
             await self._http.aclose()
 
     async def _watch(self) -> None:
-        # The client's watch resumes by itself; this retries what it cannot (the API
+        # The adapter's watch resumes by itself, through bookmarks and a 410 Gone, and
+        # waits out an API server's passing refusals; this retries what lasts (the API
         # server gone, RBAC missing), forever, with a jittered backoff up to 30 s.
         retrying = AsyncRetrying(
             wait=wait_exponential_jitter(initial=1, max=30),

@@ -7,7 +7,9 @@ the RunPodPools: a generation the loop has not reconciled yet (a spec change, or
 pool) queues one reconcile of that pool (`reconcile_now`, which reads it again and
 takes the pool's lock, so it never races the periodic one); a deleted pool is
 forgotten. A broken watch is retried every `WATCH_RETRY_S` seconds; the periodic loop
-goes on meanwhile.
+goes on meanwhile. A stream the API server ends, or answers 410 Gone after etcd compacted
+its resourceVersion, is not broken: the adapter resumes it, or lists again and reports
+what changed meanwhile (rpp/adapters/kube/watching.py).
 """
 
 from __future__ import annotations

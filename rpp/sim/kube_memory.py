@@ -12,6 +12,19 @@ Like Karpenter's fake cloud provider, it records every call the controller makes
 (`calls`, as (verb, resource, name) in RBAC terms) and lets a test make the next call of a kind
 fail (`fail_next`). The methods a human or a test uses to change the cluster (`apply_pool`,
 `patch_pool_spec`, `put_config_map`, ...) are not recorded: they are not the controller's.
+
+What a real API server does beyond that, as the real adapter meets it:
+
+- every write of the controller's is recorded in the object's managedFields under its
+  field manager (`settings.field_manager`), as the API server records the `fieldManager`;
+- the pool watch is a list, then watch streams run by the real adapter's reflector
+  (rpp/adapters/kube/watching.py) over kept history (kube_memory_watch.py): `end_watches`
+  ends the streams, `compact` makes a resume from before it a 410 Gone (a re-list
+  follows), `bookmark` moves the streams' resourceVersion on;
+- `restart(forbidden_s=3, busy_s=1)`: an API server that has just started refuses
+  everything for a few seconds (403, then 429); the real adapter waits that out
+  (rpp/adapters/kube/transient.py), so here every call in the window waits until it ends,
+  and the open watches end.
 """
 
 from __future__ import annotations
@@ -38,6 +51,8 @@ from rpp.adapters.kube.api import (
     SecretData,
     StoredConfigMap,
 )
+from rpp.sim import managed_fields
+from rpp.sim.kube_memory_watch import PoolEvents
 
 _UID_NAMESPACE = uuid.UUID("6f1c2a8e-4d3b-4f7e-9a55-2b8c0d1e3f47")
 
@@ -93,7 +108,8 @@ class MemoryKubeApi:
         self._secrets: dict[str, dict[str, str]] = {}
         self._events: dict[str, dict[str, Any]] = {}
         self._leases: dict[str, dict[str, Any]] = {}
-        self._watchers: list[asyncio.Queue[PoolEvent]] = []
+        self._pool_events = PoolEvents(settings)
+        self._unavailable_until = -1.0  # on the loop's clock: a restart's window
 
     def __repr__(self) -> str:
         return f"MemoryKubeApi(namespace={self._settings.namespace!r})"
@@ -107,6 +123,31 @@ class MemoryKubeApi:
     def fail_next(self, verb: str, resource: str, error: Exception) -> None:
         """Make the next `verb` on `resource` (e.g. "update", "runpodpools/status") raise."""
         self._failures[(verb, resource)].append(error)
+
+    def end_watches(self) -> None:
+        """End every open watch stream, as the API server does when timeoutSeconds pass."""
+        self._pool_events.end()
+
+    def compact(self) -> None:
+        """Forget the changes up to now, as etcd's compaction: a watch resuming from an
+        older resourceVersion is answered 410 Gone, and lists again."""
+        self._pool_events.compact(self._revision)
+
+    def bookmark(self) -> None:
+        """A BOOKMARK at the current resourceVersion to every open watch stream."""
+        self._pool_events.bookmark(self._revision)
+
+    @property
+    def open_watches(self) -> int:
+        return self._pool_events.open_streams
+
+    def restart(self, *, forbidden_s: float, busy_s: float = 0.0) -> None:
+        """The API server restarts: the open watches end, and calls in the next
+        `forbidden_s` (403) plus `busy_s` (429) seconds of the loop's clock wait until they
+        have passed, as the real adapter waits out those passing refusals."""
+        self.end_watches()
+        loop = asyncio.get_running_loop()
+        self._unavailable_until = loop.time() + forbidden_s + busy_s
 
     def apply_pool(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """Create the pool, or replace its spec, labels and annotations (as `kubectl apply`)."""
@@ -146,6 +187,7 @@ class MemoryKubeApi:
         pool = self._pools[name]
         meta = pool["metadata"]
         if not meta.get("finalizers"):
+            self._bump(pool)  # the deletion is a revision of its own, as in etcd
             self._remove_pool(name)
             return
         if meta.get("deletionTimestamp"):
@@ -216,22 +258,23 @@ class MemoryKubeApi:
     # -- KubeApi ------------------------------------------------------------------------------
 
     async def list_pools(self) -> list[dict[str, Any]]:
-        self._call("list", self._settings.plural, None)
+        await self._call("list", self._settings.plural, None)
         return [self._copy(pool) for pool in self._pools.values()]
 
     async def get_pool(self, name: str) -> dict[str, Any]:
-        self._call("get", self._settings.plural, name)
+        await self._call("get", self._settings.plural, name)
         return self._copy(self._existing(self._pools, "get", self._settings.plural, name))
 
     async def replace_pool_status(
         self, name: str, *, status: Mapping[str, Any], resource_version: str
     ) -> dict[str, Any]:
         resource = f"{self._settings.plural}/status"
-        self._call("update", resource, name)
+        await self._call("update", resource, name)
         pool = self._existing(self._pools, "update", resource, name)
         self._check_version(pool, "update", resource, resource_version)
         text = json.dumps(dict(status))  # what the wire would carry
         pool["status"] = json.loads(text)
+        self._managed(pool, api_version=self._settings.pool_api_version, subresource="status")
         self._bump(pool)
         self._keep_text(pool, status_text=text)
         self._notify("MODIFIED", pool)
@@ -240,7 +283,7 @@ class MemoryKubeApi:
     async def set_pool_finalizers(
         self, name: str, *, finalizers: Sequence[str], resource_version: str
     ) -> dict[str, Any]:
-        self._call("patch", self._settings.plural, name)
+        await self._call("patch", self._settings.plural, name)
         pool = self._existing(self._pools, "patch", self._settings.plural, name)
         self._check_version(pool, "patch", self._settings.plural, resource_version)
         if list(finalizers) == list(pool["metadata"].get("finalizers") or []):
@@ -249,6 +292,7 @@ class MemoryKubeApi:
             pool["metadata"]["finalizers"] = list(finalizers)
         else:
             pool["metadata"].pop("finalizers", None)
+        self._managed(pool, api_version=self._settings.pool_api_version)
         self._bump(pool)
         answer = self._copy(pool)
         if pool["metadata"].get("deletionTimestamp") and not finalizers:
@@ -258,13 +302,15 @@ class MemoryKubeApi:
         return answer
 
     async def annotate_pool(self, name: str, *, annotations: Mapping[str, str]) -> dict[str, Any]:
-        self._call("patch", self._settings.plural, name)
+        await self._call("patch", self._settings.plural, name)
         pool = self._existing(self._pools, "patch", self._settings.plural, name)
         merged = {**(pool["metadata"].get("annotations") or {}), **annotations}
+        if merged != pool["metadata"].get("annotations"):
+            self._managed(pool, api_version=self._settings.pool_api_version)
         return self._change_pool(pool, pool.get("spec") or {}, {"annotations": merged})
 
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
-        self._call("get", "configmaps", name)
+        await self._call("get", "configmaps", name)
         found = self._config_maps.get(name)
         return StoredConfigMap.from_object(found) if found is not None else None
 
@@ -276,26 +322,29 @@ class MemoryKubeApi:
         labels: Mapping[str, str],
         annotations: Mapping[str, str] | None = None,
     ) -> StoredConfigMap:
-        self._call("create", "configmaps", name)
+        await self._call("create", "configmaps", name)
         if name in self._config_maps:
             raise AlreadyExists("create", "configmaps", name, namespace=self._settings.namespace)
-        return self.put_config_map(name, data, labels=labels, annotations=annotations)
+        self.put_config_map(name, data, labels=labels, annotations=annotations)
+        self._managed(self._config_maps[name], api_version="v1")
+        return StoredConfigMap.from_object(self._config_maps[name])
 
     async def replace_config_map(
         self, current: StoredConfigMap, *, data: Mapping[str, str]
     ) -> StoredConfigMap:
-        self._call("update", "configmaps", current.name)
+        await self._call("update", "configmaps", current.name)
         stored = self._existing(self._config_maps, "update", "configmaps", current.name)
         self._check_version(stored, "update", "configmaps", current.resource_version)
         stored["data"] = dict(data)
         # A PUT replaces metadata too: what the caller sends back is what stays.
         stored["metadata"]["labels"] = dict(current.labels)
         stored["metadata"]["annotations"] = dict(current.annotations)
+        self._managed(stored, api_version="v1")
         self._bump(stored)
         return StoredConfigMap.from_object(stored)
 
     async def read_secret(self, name: str) -> SecretData | None:
-        self._call("get", "secrets", name)
+        await self._call("get", "secrets", name)
         found = self._secrets.get(name)
         return SecretData(found) if found is not None else None
 
@@ -314,32 +363,33 @@ class MemoryKubeApi:
         name = event["metadata"]["name"]
         existing = self._events.get(name)
         if existing is None:
-            self._call("create", "events", name)
+            await self._call("create", "events", name)
+            self._managed(event, api_version="v1")
             self._events[name] = event
         else:
-            self._call("patch", "events", name)
+            await self._call("patch", "events", name)
             existing.update(events.repeat_patch(existing["count"] + 1, now))
+            self._managed(existing, api_version="v1")
 
-    async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
-        self._call("watch", self._settings.plural, None)
-        queue: asyncio.Queue[PoolEvent] = asyncio.Queue()
-        # Subscribe before the snapshot, so no change falls between the two.
-        self._watchers.append(queue)
-        try:
-            for pool in list(self._pools.values()):
-                yield PoolEvent("ADDED", self._copy(pool))
-            while True:
-                yield await queue.get()
-        finally:
-            self._watchers.remove(queue)
+    def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
+        async def relist() -> tuple[list[dict[str, Any]], str]:
+            return await self.list_pools(), str(self._revision)
+
+        async def opened() -> None:
+            await self._call("watch", self._settings.plural, None)
+
+        return self._pool_events.watch(relist=relist, opened=opened, existing=self._pool_texts)
+
+    def _pool_texts(self) -> list[str]:
+        return [self._text(pool) for pool in self._pools.values()]
 
     async def get_lease(self, name: str) -> dict[str, Any] | None:
-        self._call("get", "leases", name)
+        await self._call("get", "leases", name)
         found = self._leases.get(name)
         return _clone(found) if found is not None else None
 
     async def create_lease(self, name: str, *, spec: Mapping[str, Any]) -> dict[str, Any]:
-        self._call("create", "leases", name)
+        await self._call("create", "leases", name)
         if name in self._leases:
             raise AlreadyExists("create", "leases", name, namespace=self._settings.namespace)
         lease = {
@@ -348,16 +398,18 @@ class MemoryKubeApi:
             "metadata": self._new_metadata(name, {}),
             "spec": _clone(dict(spec)),
         }
+        self._managed(lease, api_version="coordination.k8s.io/v1")
         self._leases[name] = lease
         return _clone(lease)
 
     async def replace_lease(
         self, name: str, *, spec: Mapping[str, Any], resource_version: str
     ) -> dict[str, Any]:
-        self._call("update", "leases", name)
+        await self._call("update", "leases", name)
         lease = self._existing(self._leases, "update", "leases", name)
         self._check_version(lease, "update", "leases", resource_version)
         lease["spec"] = _clone(dict(spec))
+        self._managed(lease, api_version="coordination.k8s.io/v1")
         self._bump(lease)
         return _clone(lease)
 
@@ -366,7 +418,10 @@ class MemoryKubeApi:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _call(self, verb: str, resource: str, name: str | None) -> None:
+    async def _call(self, verb: str, resource: str, name: str | None) -> None:
+        wait = self._unavailable_until - asyncio.get_running_loop().time()
+        if wait > 0:
+            await asyncio.sleep(wait)  # the adapter's retries through a restart
         self.calls.append(Call(verb, resource, name))
         failures = self._failures.get((verb, resource))
         if failures:
@@ -443,18 +498,32 @@ class MemoryKubeApi:
 
     def _copy(self, pool: dict[str, Any]) -> dict[str, Any]:
         """A caller's own copy of a stored pool (every change bumps its resourceVersion)."""
+        copied: dict[str, Any] = json.loads(self._text(pool))
+        return copied
+
+    def _text(self, pool: dict[str, Any]) -> str:
+        """The stored pool's JSON text, encoded once per resourceVersion."""
         meta = pool["metadata"]
         version = str(meta["resourceVersion"])
         cached = self._pool_text.get(meta["name"])
         if cached is None or cached[0] != version:
             cached = (version, json.dumps(pool))
             self._pool_text[meta["name"]] = cached
-        copied: dict[str, Any] = json.loads(cached[1])
-        return copied
+        return cached[1]
 
     def _notify(self, type_: str, pool: dict[str, Any]) -> None:
-        for queue in self._watchers:
-            queue.put_nowait(PoolEvent(type_, self._copy(pool)))
+        revision = int(pool["metadata"]["resourceVersion"])
+        self._pool_events.publish(type_, revision, self._text(pool))
+
+    def _managed(self, obj: dict[str, Any], *, api_version: str, subresource: str = "") -> None:
+        """Record the controller's write in `obj`'s managedFields."""
+        managed_fields.record(
+            obj,
+            manager=self._settings.field_manager,
+            api_version=api_version,
+            time=to_rfc3339(self._clock.now()),
+            subresource=subresource,
+        )
 
 
 def _is_a_kube_api(memory: MemoryKubeApi) -> KubeApi:

@@ -43,6 +43,15 @@ class KubeSettings:
     """Reported as the Events' source, so `kubectl describe rpp` says who spoke."""
     request_timeout: float = 10.0
     """Seconds one API call may take; a hung API server must not stall the loop forever."""
+    rbac_hint: str = RBAC_HINT
+    """Said when a refusal (403) lasts: which Role to fix, and where it is shipped."""
+
+    @property
+    def field_manager(self) -> str:
+        """The name every write is recorded under in the objects' managedFields (the
+        `fieldManager` query parameter), so `kubectl get -o yaml --show-managed-fields`
+        says who wrote what."""
+        return self.component
 
     @property
     def pool_api_version(self) -> str:
@@ -64,6 +73,9 @@ def describe_target(resource: str, name: str | None, namespace: str) -> str:
 class KubeError(Exception):
     """A Kubernetes API call failed; the message says which call and what to do."""
 
+    retry_after: float | None = None
+    """Seconds the API server asked the client to wait (its Retry-After header), if any."""
+
     def __init__(
         self,
         verb: str,
@@ -83,13 +95,26 @@ class KubeError(Exception):
 
 
 class Forbidden(KubeError):
-    """403: the controller's RBAC lacks `verb` on `resource`."""
+    """403 that lasted: the controller's RBAC lacks `verb` on `resource`.
+
+    An API server that has just started refuses everything for a few seconds, until its
+    authorizer has read the RBAC rules; the real adapter retries a 403 for a while
+    (rpp/adapters/kube/transient.py) and raises this only when it lasts, saying how long.
+    """
 
     def __init__(
-        self, verb: str, resource: str, name: str | None = None, *, namespace: str
+        self,
+        verb: str,
+        resource: str,
+        name: str | None = None,
+        *,
+        namespace: str,
+        hint: str = RBAC_HINT,
+        refused_for_s: float | None = None,
     ) -> None:
         target = describe_target(resource, name, namespace)
-        message = f"forbidden: cannot {verb} {target}: {RBAC_HINT}"
+        lasted = "" if refused_for_s is None else f", refused for {refused_for_s:.0f}s"
+        message = f"forbidden: cannot {verb} {target}{lasted}: {hint}"
         super().__init__(verb, resource, name, namespace=namespace, message=message, status=403)
 
 

@@ -1,9 +1,10 @@
 """Import kubernetes.aio's client without its hundreds of generated API and model classes.
 
 Where it sits: under the Kubernetes adapter, called once by `rpp run` before anything
-imports `kubernetes`. The adapter (rpp/adapters/kube/real.py, connect.py) needs four
+imports `kubernetes`. The adapter (rpp/adapters/kube/real.py, connect.py) needs three
 things from the client library: `ApiClient` (auth, TLS, token refresh), `Configuration`,
-`ApiException`, `Watch`, and the kubeconfig / in-cluster loaders. But importing any of
+and the kubeconfig / in-cluster loaders (its watches read the stream themselves,
+rpp/adapters/kube/watch_stream.py). But importing any of
 them runs the packages' `__init__` first, and those import everything: `kubernetes`
 imports the whole synchronous client, `kubernetes.aio.client` every API class, and
 `kubernetes.aio.client.api_client` every model (about 900 modules in all; 8 MiB of a

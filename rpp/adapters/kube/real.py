@@ -16,6 +16,13 @@ write never lands on a pool someone changed meanwhile: the server answers 409 an
 raises `Conflict` for the reconciler to re-read and re-decide. HTTP errors become the typed
 errors of `rpp.adapters.kube.api`, whose messages name the verb and resource; the server's response
 headers and bodies are never put into them. `REQUIRED_PERMISSIONS` lists every call made here.
+
+Every write names its writer (`fieldManager`, and the User-Agent the API server falls back
+on): the objects' managedFields say `runpod-pool-controller` or `rpp-nginx-reloader`, not
+the client library's `OpenAPI-Generator`. Passing refusals of an API server that restarts
+(403 for a few seconds, 429, 5xx) are waited out (rpp/adapters/kube/transient.py); the
+watches keep up through bookmarks and re-read the state on 410 Gone
+(rpp/adapters/kube/watching.py).
 """
 
 from __future__ import annotations
@@ -23,16 +30,16 @@ from __future__ import annotations
 import datetime as dt
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 from kubernetes.aio.client.api_client import ApiClient
 from kubernetes.aio.client.configuration import Configuration
-from kubernetes.aio.client.exceptions import ApiException
-from kubernetes.aio.watch import Watch
 
-from rpp.adapters.kube import events, transport
+from rpp import __version__
+from rpp.adapters.kube import events, transport, watch_stream, watching
 from rpp.adapters.kube.api import (
     AlreadyExists,
     ConfigMapEvent,
@@ -45,6 +52,7 @@ from rpp.adapters.kube.api import (
     StoredConfigMap,
 )
 from rpp.adapters.kube.connect import direct
+from rpp.adapters.kube.transient import Patience, TransientAnswers
 
 _EVENT_CACHE_SIZE = 1024
 """Event names remembered with their count; a forgotten one costs one extra GET on repeat."""
@@ -52,14 +60,21 @@ _MERGE_PATCH = "application/merge-patch+json"
 _CRD_HINT = "is the RunPodPool CRD installed? apply deploy/crd.yaml"
 _LEASE_TYPE = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
 _JSON = "application/json"
+_WRITES = frozenset({"POST", "PUT", "PATCH"})
 
 
 class RealKubeApi:
     """`KubeApi` against a real API server (or kmock in the tests)."""
 
-    def __init__(self, api_client: ApiClient, settings: KubeSettings) -> None:
+    def __init__(
+        self, api_client: ApiClient, settings: KubeSettings, *, patience: Patience | None = None
+    ) -> None:
         self._api_client = api_client
         self._settings = settings
+        self._answers = TransientAnswers(patience)
+        # The API server names a write's manager after the User-Agent when the request
+        # gives no fieldManager; and its audit log shows it.
+        api_client.user_agent = f"{settings.field_manager}/{__version__}"
         ns = quote(settings.namespace, safe="")
         self._pools = f"/apis/{settings.crd_group}/{settings.crd_version}/namespaces/{ns}/"
         self._pools += settings.plural
@@ -76,13 +91,14 @@ class RealKubeApi:
         token: str | None = None,
         ca_file: str | None = None,
         verify_ssl: bool = True,
+        patience: Patience | None = None,
     ) -> RealKubeApi:
         """An adapter for an explicit API server URL and bearer token."""
         configuration = direct(Configuration(host=host.rstrip("/"), ssl_ca_cert=ca_file))
         configuration.verify_ssl = verify_ssl
         if token:
             configuration.api_key["BearerToken"] = f"Bearer {token}"
-        return cls(ApiClient(configuration), settings)
+        return cls(ApiClient(configuration), settings, patience=patience)
 
     def __repr__(self) -> str:
         host = self._api_client.configuration.host
@@ -164,60 +180,66 @@ class RealKubeApi:
         )
 
     async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
-        async for type_, pool in self._watch(self._settings.plural, self._pools):
-            yield PoolEvent(type_, pool)
+        """A list, then a watch from the list's resourceVersion (watching.py)."""
+        op = self._op("watch", self._settings.plural, None)
+
+        async def relist() -> tuple[list[dict[str, Any]], str]:
+            listed = await self._call("list", self._settings.plural, None, "GET", self._pools)
+            version = str((listed.get("metadata") or {}).get("resourceVersion", ""))
+            return list(listed.get("items") or []), version
+
+        changes = watching.reflect(
+            open_watch=lambda version: self._stream(op, self._pools, (), version),
+            relist=relist,
+            what=f"runpodpools in namespace {self._settings.namespace}",
+        )
+        async with aclosing(changes):
+            async for type_, pool in changes:
+                yield PoolEvent(type_, pool)
 
     async def watch_config_map(self, name: str) -> AsyncGenerator[ConfigMapEvent, None]:
         """One ConfigMap as ADDED (when it exists), then each change, until cancelled.
 
         A watch of the collection narrowed to one name by a field selector, which is what
         RBAC's resourceNames allow with `watch` alone: the nginx reloader's Role names
-        nothing but its slots ConfigMap.
+        nothing but its slots ConfigMap, and grants no `list`, so after a 410 the current
+        state comes from a watch from no version (watching.py).
         """
+        op = self._op("watch", "configmaps", name)
+        path = f"{self._core}/configmaps"
         selector = [("fieldSelector", f"metadata.name={name}")]
-        async for type_, obj in self._watch(
-            "configmaps", f"{self._core}/configmaps", query=selector, name=name
-        ):
-            config_map = StoredConfigMap.from_object(obj)
-            if config_map.name == name:  # a server that ignores the selector sends all
-                yield ConfigMapEvent(type_, config_map)
+        changes = watching.reflect(
+            open_watch=lambda version: self._stream(op, path, selector, version),
+            relist=None,
+            what=f"configmaps {name!r} in namespace {self._settings.namespace}",
+        )
+        async with aclosing(changes):
+            async for type_, obj in changes:
+                config_map = StoredConfigMap.from_object(obj)
+                if config_map.name == name:  # a server that ignores the selector sends all
+                    yield ConfigMapEvent(type_, config_map)
 
-    async def _watch(
+    def _stream(
         self,
-        resource: str,
+        op: transport.Op,
         path: str,
-        *,
-        query: Sequence[tuple[str, Any]] = (),
-        name: str | None = None,
-    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
-        async def request(
-            *, watch: bool, resource_version: str | None = None, **_: Any
-        ) -> aiohttp.ClientResponse:
-            """The list call the client's `Watch` makes (again after each stream ends)."""
-            sent: list[tuple[str, Any]] = [("watch", watch), *query]
-            if resource_version:
-                sent.append(("resourceVersion", resource_version))
-            return await self._request("GET", path, query=sent, timeout=None)
+        query: Sequence[tuple[str, str]],
+        version: str | None,
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """One watch stream of `path` from `version` (watch_stream.py)."""
 
-        # "object": the events' objects stay the dicts the server sent (no model).
-        watcher = Watch(return_type="object")  # type: ignore[no-untyped-call]
-        # The client's watch re-connects from the last resourceVersion when a stream ends or
-        # times out, and re-lists once on 410 Gone; anything else reaches us as ApiException.
-        stream = watcher.stream(request)  # type: ignore[no-untyped-call]
-        try:
-            async for event in stream:
-                yield str(event["type"]), event["raw_object"]
-        except ApiException as error:
-            op = self._op("watch", resource, name)
-            raise transport.error_for(
-                op, status=error.status or 0, message=error.reason or ""
-            ) from None
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
-            op = self._op("watch", resource, name)
-            host = self._api_client.configuration.host
-            raise transport.unreachable(op, host=host, error=error) from None
-        finally:
-            await watcher.close()  # type: ignore[no-untyped-call]
+        async def send(sent: Sequence[tuple[str, str]], timeout: aiohttp.ClientTimeout) -> Any:
+            return await self._request("GET", path, query=sent, timeout=timeout)
+
+        return watch_stream.events(
+            send=send,
+            answers=self._answers,
+            op=op,
+            query=query,
+            version=version,
+            host=self._api_client.configuration.host,
+            connect_timeout=self._settings.request_timeout,
+        )
 
     # -- ConfigMaps and Secrets ---------------------------------------------------------------
 
@@ -355,7 +377,12 @@ class RealKubeApi:
         # A whole listing of pools that is not found means the CRD itself is missing.
         listing = resource == self._settings.plural and name is None
         return transport.Op(
-            verb, resource, name, self._settings.namespace, _CRD_HINT if listing else ""
+            verb,
+            resource,
+            name,
+            self._settings.namespace,
+            missing_hint=_CRD_HINT if listing else "",
+            rbac_hint=self._settings.rbac_hint,
         )
 
     async def _call(
@@ -370,20 +397,30 @@ class RealKubeApi:
         resource_version: str | None = None,
         content_type: str = _JSON,
     ) -> dict[str, Any]:
-        """One request; the decoded answer, or the typed error for `verb` on `resource`."""
-        request = self._request(
-            method,
-            path,
-            body=body,
-            content_type=content_type,
-            timeout=self._settings.request_timeout,
-        )
-        return await transport.send(
-            self._op(verb, resource, name),
-            request,
-            host=self._api_client.configuration.host,
-            resource_version=resource_version,
-        )
+        """One request; the decoded answer, or the typed error for `verb` on `resource`.
+
+        Passing refusals are retried (transient.py); a write names its field manager.
+        """
+        op = self._op(verb, resource, name)
+        query = [("fieldManager", self._settings.field_manager)] if method in _WRITES else []
+
+        async def attempt() -> dict[str, Any]:
+            request = self._request(
+                method,
+                path,
+                query=query,
+                body=body,
+                content_type=content_type,
+                timeout=self._settings.request_timeout,
+            )
+            return await transport.send(
+                op,
+                request,
+                host=self._api_client.configuration.host,
+                resource_version=resource_version,
+            )
+
+        return await self._answers.call(op, attempt)
 
     async def _request(
         self,
@@ -393,7 +430,7 @@ class RealKubeApi:
         query: Sequence[tuple[str, Any]] = (),
         body: Mapping[str, Any] | None = None,
         content_type: str = _JSON,
-        timeout: float | None,
+        timeout: float | aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
         """Send through the client (its auth, TLS and retry settings); the raw response.
 

@@ -10,13 +10,14 @@ headers, never bodies, never the client's exception with its dump of both.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
 from rpp.adapters.kube.api import (
+    RBAC_HINT,
     AlreadyExists,
     Conflict,
     Forbidden,
@@ -36,6 +37,12 @@ class Op:
     namespace: str
     missing_hint: str = ""
     """Said on a 404, e.g. that the CRD is not installed when even a list is not found."""
+    rbac_hint: str = RBAC_HINT
+    """Said on a 403 that lasts: which Role lacks the grant."""
+
+    def __str__(self) -> str:
+        """`get leases 'runpod-pool-controller' in namespace runpod`, for log lines."""
+        return f"{self.verb} {describe_target(self.resource, self.name, self.namespace)}"
 
 
 async def send(
@@ -49,16 +56,47 @@ async def send(
         raise unreachable(op, host=host, error=error) from None
     status = int(response.status)
     if status >= 300:
-        server = _status_of(body)
-        raise error_for(
+        raise failure(
             op,
             status=status,
-            message=str(server.get("message", "")),
-            reason=str(server.get("reason", "")),
+            body=body,
+            headers=response.headers,
             resource_version=resource_version,
         )
     decoded: dict[str, Any] = json.loads(body)
     return decoded
+
+
+def failure(
+    op: Op,
+    *,
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str],
+    resource_version: str | None = None,
+) -> KubeError:
+    """The typed error for an HTTP answer of `status` >= 300, with the Retry-After the
+    server asked for (429 and 503 carry one)."""
+    server = _status_of(body)
+    error = error_for(
+        op,
+        status=status,
+        message=str(server.get("message", "")),
+        reason=str(server.get("reason", "")),
+        resource_version=resource_version,
+    )
+    error.retry_after = retry_after(headers.get("Retry-After"))
+    return error
+
+
+def retry_after(value: str | None) -> float | None:
+    """A Retry-After header in seconds (the API server sends whole seconds); None when
+    absent or not a number (an HTTP date is not something the API server sends)."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds >= 0 else None
 
 
 def error_for(
@@ -72,7 +110,7 @@ def error_for(
     """The typed error for an HTTP failure of `op`."""
     verb, resource, name, namespace = op.verb, op.resource, op.name, op.namespace
     if status == 403:
-        return Forbidden(verb, resource, name, namespace=namespace)
+        return Forbidden(verb, resource, name, namespace=namespace, hint=op.rbac_hint)
     if status == 404:
         return NotFound(verb, resource, name, namespace=namespace, hint=op.missing_hint)
     # A 409 on create means the name is taken; on update, that the object moved on.
