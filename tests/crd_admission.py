@@ -4,21 +4,28 @@ Shared by tests/test_crd.py and tests/test_spec_agreement.py. What a user who ru
 `kubectl apply` gets is decided by the API server from deploy/crd.yaml; this module does
 the same steps, in the same order, from the same generated CRD (rpp/model/crd.py):
 
-1. kubectl sends JSON: NaN and Infinity cannot be encoded, so they are refused before
-   anything else; the API server decodes an integer outside int64 as a float (which an
-   `integer` field then refuses);
+1. kubectl turns the YAML into JSON: NaN and Infinity cannot be encoded, so they are
+   refused before anything else; an integral float is written as an integer (Go writes
+   the float64 2 as `2`, below 1e21), so `min: 2.0` arrives as 2; the API server decodes
+   an integer outside int64 as a float;
 2. null fields are pruned (no field of the schema is `nullable`), then structural
    defaults are applied;
-3. the OpenAPI schema is checked with a JSON-schema validator, with three API-server
-   behaviours Python's defaults would get wrong: `pattern` is a Go regular expression,
-   whose `$` matches only at the very end (Python's `$` also matches before a final
-   newline); a list marked `x-kubernetes-list-type: set` refuses an entry listed twice;
-   unknown fields are refused, as kubectl's strict field validation does;
+3. the OpenAPI schema is checked with a JSON-schema validator, with the API server's
+   behaviours where Python's defaults differ: `pattern` is a Go regular expression, whose
+   `$` matches only at the very end; an `integer` takes a float that is a JSON integer
+   (kube-openapi's type check, go-openapi/swag IsFloat64AJSONInteger); a list marked
+   `x-kubernetes-list-type: set` refuses an entry listed twice, a `map` list two items
+   with one key (pkg/apiserver/schema/listtype); unknown fields are refused, as kubectl's
+   strict field validation does;
 4. the CEL rules (`x-kubernetes-validations`) of every node, list items included, are
-   evaluated with cel-python; a rule that cannot be evaluated (a duration past Go's
-   range) refuses the object, as the API server does.
+   evaluated as cel-go does (tests/cel_k8s.py); an evaluation error refuses the object.
+   The rules run after the schema's errors unless one of them is blocking: a wrong type,
+   a value outside an enum, a string or list too long, a missing required field (then the
+   server says the rules were not checked); a pattern, a bound or a duplicate does not
+   block (pkg/registry/customresource/strategy.go, hasBlockingErr).
 
-`admit_object` returns every reason for refusal, empty when the object is admitted.
+`admit_object` returns every reason for refusal, empty when the object is admitted;
+`refusals` gives each with the field path the API server names.
 """
 
 from __future__ import annotations
@@ -26,17 +33,29 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
 
-import celpy
 import jsonschema
 from jsonschema import validators
 
 from rpp.model.crd import build_crd
+from tests.cel_k8s import rule_failures
 
 INT64 = (-(2**63), 2**63 - 1)
+# go-openapi/swag (conv.IsFloat64AJSONInteger), which kube-openapi's type check calls.
+JSON_INTEGERS = 2**53 - 1
+_EPSILON = 1e-9
+# Schema errors after which the API server runs no CEL rule (strategy.go hasBlockingErr:
+# NotSupported, Required, TooLong, TooMany, TypeInvalid); an unknown field refuses the
+# whole request (kubectl's strict field validation) before anything else.
+BLOCKING = {"type", "enum", "required", "maxLength", "maxItems", "additionalProperties"}
+NOT_CHECKED = (
+    "some validation rules were not checked because the object was invalid; correct the "
+    "existing errors to complete validation"
+)
 
 
 @functools.cache
@@ -67,64 +86,110 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
 
 
 def _list_type(validator: Any, kind: str, instance: Any, schema: Any) -> Iterator[Any]:
-    if kind == "set" and isinstance(instance, list):
-        seen: list[Any] = []
-        for item in instance:
-            if item in seen:
-                yield jsonschema.ValidationError(f"Duplicate value: {item!r}")
-            seen.append(item)
+    """A set refuses an entry listed twice, a map list a second item with one key (each
+    repeat reported once, at its second place, as listtype/validation.go does)."""
+    if kind not in ("set", "map") or not isinstance(instance, list):
+        return
+    keys = schema.get("x-kubernetes-list-map-keys", [])
+    seen: list[Any] = []
+    reported: list[Any] = []
+    for index, item in enumerate(instance):
+        key = item
+        if kind == "map" and isinstance(item, dict):
+            key = {k: item[k] for k in keys if k in item}  # no key is a key too: {}
+        if key in seen and key not in reported:
+            reported.append(key)
+            yield jsonschema.ValidationError(f"[{index}]: Duplicate value: {key!r}")
+        seen.append(key)
+
+
+def json_integer(value: float) -> bool:
+    """go-openapi/swag's IsFloat64AJSONInteger: a float kube-openapi takes as an integer
+    (within 2^53, and within a relative 1e-9 of a whole number)."""
+    if math.isnan(value) or math.isinf(value) or abs(value) > JSON_INTEGERS:
+        return False
+    rounded = round(value)
+    return value == rounded or (rounded != 0 and abs(value - rounded) < _EPSILON * abs(rounded))
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    if isinstance(instance, float):
+        return json_integer(instance)
+    return isinstance(instance, int) and not isinstance(instance, bool)
 
 
 _Validator = validators.extend(
     jsonschema.Draft4Validator,
     {"pattern": _pattern, "x-kubernetes-list-type": _list_type},
+    type_checker=jsonschema.Draft4Validator.TYPE_CHECKER.redefine("integer", _is_integer),
 )
 
 
-def as_json_schema(node: dict[str, Any], *, open_: bool = False) -> dict[str, Any]:
+def as_json_schema(
+    node: dict[str, Any], *, open_: bool = False, closed: bool = True
+) -> dict[str, Any]:
     """OpenAPI v3.0 -> JSON Schema draft 4, unknown fields refused (kubectl's strict field
-    validation) except under `metadata`, which the API server owns; `x-kubernetes-list-type`
-    kept for the validator above."""
+    validation; `closed=False` for what kube-openapi alone checks) except under
+    `metadata`, which the API server owns; the list-type extensions kept for the
+    validator above."""
     out = {
         k: v
         for k, v in node.items()
-        if not k.startswith("x-kubernetes") or k == "x-kubernetes-list-type"
+        if not k.startswith("x-kubernetes") or k.startswith("x-kubernetes-list-")
     }
     if out.pop("nullable", False):
         out["type"] = [out["type"], "null"]
     if "properties" in out:
         out["properties"] = {
-            k: as_json_schema(v, open_=k == "metadata") for k, v in out["properties"].items()
+            k: as_json_schema(v, open_=k == "metadata", closed=closed)
+            for k, v in out["properties"].items()
         }
-        if not open_ and not node.get("x-kubernetes-preserve-unknown-fields"):
+        if closed and not open_ and not node.get("x-kubernetes-preserve-unknown-fields"):
             out["additionalProperties"] = False
     if "items" in out:
-        out["items"] = as_json_schema(out["items"])
+        out["items"] = as_json_schema(out["items"], closed=closed)
     if isinstance(out.get("additionalProperties"), dict):  # a map: its values' schema
-        out["additionalProperties"] = as_json_schema(out["additionalProperties"])
+        out["additionalProperties"] = as_json_schema(out["additionalProperties"], closed=closed)
     return out
+
+
+@functools.cache
+def _validator(node: str, closed: bool) -> Any:
+    return _Validator(
+        as_json_schema(json.loads(node), closed=closed),
+        format_checker=jsonschema.FormatChecker(["date-time"]),
+    )
+
+
+def schema_errors(node: dict[str, Any], value: Any, *, closed: bool = True) -> list[Any]:
+    """The JSON-schema errors of `value` under the OpenAPI schema `node` (timestamps
+    checked as RFC 3339, as the date-time format demands)."""
+    return list(_validator(json.dumps(node, sort_keys=True), closed).iter_errors(value))
+
+
+def _where(error: Any) -> str:
+    return ".".join(map(str, error.path))
 
 
 def status_problems(status: Any) -> list[str]:
     """What the API server would refuse in a status write, per the CRD's status schema
-    (timestamps checked as RFC 3339, as its date-time format demands)."""
-    validator = _Validator(
-        as_json_schema(_schema()["properties"]["status"]),
-        format_checker=jsonschema.FormatChecker(["date-time"]),
-    )
-    return [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(status)]
+    (a map list's key required on each item and never repeated)."""
+    errors = schema_errors(_schema()["properties"]["status"], status)
+    return [f"{_where(e)}: {e.message}" for e in errors]
 
 
-def _decoded(value: Any) -> Any:
-    """JSON numbers as the API server decodes them: int64 when they fit, else float64."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
-        return float(value)
+def sent(value: Any) -> Any:
+    """A YAML value as kubectl sends it and the API server decodes it: an integral float
+    below 1e21 is written as an integer (Go formats float64 2 as `2`; 1e21 and up in
+    exponent form), and a JSON integer outside int64 is decoded as a float64."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if INT64[0] <= value <= INT64[1] else float(value)
     if isinstance(value, dict):
-        return {k: _decoded(v) for k, v in value.items()}
+        return {k: sent(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_decoded(v) for v in value]
+        return [sent(v) for v in value]
     return value
 
 
@@ -152,55 +217,55 @@ def apply_defaults(node: dict[str, Any], value: Any) -> Any:
     return value
 
 
-@functools.cache
-def _program(rule: str) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(rule))
+def _cel_refusals(node: dict[str, Any], value: Any) -> list[tuple[str, str]]:
+    return [(path.lstrip("."), detail) for path, _, detail in rule_failures(node, value, "")]
 
 
 def cel_failures(node: dict[str, Any], value: Any) -> list[str]:
-    """The messages of the CEL rules that refuse `value`, at every node below `node`."""
-    failures: list[str] = []
-    rules = node.get("x-kubernetes-validations", [])
-    this = celpy.adapter.json_to_cel(value) if rules else None
-    for rule in rules:
-        try:
-            result = _program(rule["rule"]).evaluate({"self": this})
-        except Exception as err:  # an evaluation error refuses, as the API server does
-            result = err
-        if isinstance(result, Exception) or not result:
-            failures.append(rule["message"])
-    if isinstance(value, dict):
-        for key, sub in node.get("properties", {}).items():
-            if key in value:
-                failures += cel_failures(sub, value[key])
-    if isinstance(value, list) and "items" in node:
-        for item in value:
-            failures += cel_failures(node["items"], item)
-    return failures
+    """The messages of the CEL rules that refuse `value`, at every node below `node` (an
+    evaluation error as the API server words it: "<error> evaluating rule: <message>")."""
+    return [detail for _, detail in _cel_refusals(node, value)]
 
 
-@functools.cache
-def _validator(node: str) -> Any:
-    return _Validator(as_json_schema(json.loads(node)))
+def _checked(node: dict[str, Any], value: Any) -> tuple[list[Any], list[tuple[str, str]]]:
+    """The schema's errors and the CEL rules' refusals of `value` as the API server gets
+    it (none of the rules' when a schema error blocks them)."""
+    value = apply_defaults(node, prune_nulls(node, sent(value)))
+    errors = schema_errors(node, value)
+    if any(e.validator in BLOCKING for e in errors):
+        return errors, [("", NOT_CHECKED)]
+    return errors, _cel_refusals(node, value)
 
 
-def _refusals(node: dict[str, Any], value: Any) -> list[str]:
+def _encodable(value: Any) -> bool:
     try:
-        value = json.loads(json.dumps(value, allow_nan=False))
+        json.dumps(value, allow_nan=False)
     except ValueError:
+        return False
+    return True
+
+
+def refusals(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the API server answers to a whole RunPodPool, as (field path, detail)."""
+    if not _encodable(obj):
+        return [("", "json: unsupported value: NaN or Infinity")]
+    errors, rules = _checked(_schema(), copy.deepcopy(obj))
+    return [(_where(e), e.message) for e in errors] + rules
+
+
+def _said(node: dict[str, Any], value: Any) -> list[str]:
+    """Schema errors as `path: message`, the CEL rules' refusals by their message."""
+    if not _encodable(value):
         return ["json: unsupported value: NaN or Infinity"]
-    value = apply_defaults(node, prune_nulls(node, _decoded(value)))
-    validator = _validator(json.dumps(node, sort_keys=True))
-    errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(value)]
-    return errors or cel_failures(node, value)
+    errors, rules = _checked(node, copy.deepcopy(value))
+    return [f"{_where(e)}: {e.message}" for e in errors] + [detail for _, detail in rules]
 
 
 def admit(spec: Any) -> list[str]:
     """What the API server would say about this spec alone."""
-    return _refusals(_schema()["properties"]["spec"], spec)
+    return _said(_schema()["properties"]["spec"], spec)
 
 
 def admit_object(obj: dict[str, Any]) -> list[str]:
     """What the API server would say about a whole RunPodPool (metadata.name included)."""
-    return _refusals(_schema(), obj)
+    return _said(_schema(), obj)

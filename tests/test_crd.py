@@ -20,7 +20,14 @@ from rpp.cli import main
 from rpp.model.crd import build_crd, render_crd, status_schema
 from rpp.model.members import MemberRecord, Phase
 from rpp.model.status import PoolStatus
-from tests.crd_admission import admit, apply_defaults, spec_schema, status_problems
+from tests.crd_admission import (
+    NOT_CHECKED,
+    admit,
+    apply_defaults,
+    spec_schema,
+    status_problems,
+)
+from tests.fixtures_install import objects, render
 
 ROOT = Path(__file__).parents[1]
 
@@ -35,8 +42,15 @@ def test_committed_crd_is_the_generated_one(capsys: pytest.CaptureFixture[str]) 
     printed = capsys.readouterr().out
     assert printed == render_crd()
     assert (ROOT / "deploy" / "crd.yaml").read_text() == printed, "run: rpp crd > deploy/crd.yaml"
+    # scripts/chart_docs.py writes both charts' copies: the controller chart's crds/ as
+    # printed, and the CRD chart's template, which Helm must render to this CRD under
+    # Helm's metadata.
+    regenerate = "run: .venv/bin/python scripts/chart_docs.py"
     chart_crd = ROOT / "helm" / "runpod-pool-controller" / "crds" / "runpodpools.yaml"
-    assert chart_crd.read_text() == printed, f"run: rpp crd > {chart_crd.relative_to(ROOT)}"
+    assert chart_crd.read_text() == printed, regenerate
+    [rendered] = objects(render(crd_chart=True))
+    rendered["metadata"] = {"name": rendered["metadata"]["name"]}
+    assert rendered == yaml.safe_load(printed), regenerate
 
 
 def test_crd_names_group_short_name_status_and_printer_columns() -> None:
@@ -45,10 +59,24 @@ def test_crd_names_group_short_name_status_and_printer_columns() -> None:
     assert crd["spec"]["names"]["shortNames"] == ["rpp"]
     version = crd["spec"]["versions"][0]
     assert version["subresources"] == {"status": {}}
-    columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    assert columns == ["Mode", "Ready", "Desired", "Cost/h", "Planned", "Rollout", "Age"]
-    rollout = version["additionalPrinterColumns"][5]
-    assert rollout["jsonPath"] == ".status.rollout.phase"
+    columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
+    assert list(columns) == [
+        "Ready", "Reason", "Mode", "Serving", "Desired", "Cost/h", "Planned", "Rollout", "Age",
+    ]  # fmt: skip
+    assert columns["Rollout"]["jsonPath"] == ".status.rollout.phase"
+    assert columns["Serving"]["jsonPath"] == ".status.ready"
+    # The Ready condition, as cert-manager and Karpenter print theirs; its reason only in
+    # `-o wide`.
+    assert columns["Ready"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].status'
+    assert columns["Reason"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].reason'
+    assert [n for n, c in columns.items() if c.get("priority")] == ["Reason"]
+
+
+def test_conditions_are_a_list_keyed_by_type_which_each_item_must_carry() -> None:
+    conditions = status_schema()["properties"]["conditions"]
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    assert conditions["items"]["required"] == ["type"]
 
 
 def test_group_can_be_overridden() -> None:
@@ -77,6 +105,24 @@ def test_example_pool_is_admitted() -> None:
     assert admit(example_spec()) == []
 
 
+def test_an_integral_float_is_admitted_as_the_integer_kubectl_sends() -> None:
+    """YAML's 2.0 is a float; kubectl writes it as JSON `2` and the API server stores 2."""
+    assert admit({"replicas": {"min": 2.0, "max": 3.0}, "port": 8080.0}) == []
+    assert "replicas.min: 2.5 is not of type 'integer'" in admit({"replicas": {"min": 2.5}})
+
+
+def test_a_pattern_error_lets_the_rules_run_and_a_wrong_type_stops_them() -> None:
+    """As strategy.go's hasBlockingErr: only a wrong type, an enum, a length or a missing
+    required field keep the API server from running the CEL rules."""
+    crossed = {"replicas": {"min": 3, "max": 2}}
+    said = admit({**crossed, "adopt": ["Not A Pod"]})
+    assert "replicas.min must not be greater than replicas.max" in said
+    assert any("does not match" in line for line in said)
+    said = admit({**crossed, "port": "80"})
+    assert NOT_CHECKED in said
+    assert "replicas.min must not be greater than replicas.max" not in said
+
+
 def test_empty_spec_is_admitted_and_defaulted_like_the_model() -> None:
     schema = spec_schema()
     value = apply_defaults(schema, {})
@@ -89,7 +135,9 @@ def test_empty_spec_is_admitted_and_defaulted_like_the_model() -> None:
 SCHEMA_REJECTS: dict[str, tuple[dict[str, Any], str]] = {
     "unknown field": ({"replica": {"min": 1}}, "replica"),
     "wrong type": ({"replicas": {"min": "two"}}, "'two' is not of type 'integer'"),
-    "bad duration": ({"drain": {"period": "2 minutes"}}, "does not match"),
+    "bad duration": ({"drain": {"period": "2 minutes"}}, "not a duration; write a number"),
+    "duration past Go's range": ({"drain": {"period": "9999999999999h"}}, "longer than 720h"),
+    "duration under 1ms": ({"drain": {"period": "0.5ms"}}, "shorter than 1ms"),
     "cloud": ({"cloud": "PRIVATE"}, "'PRIVATE' is not one of"),
     "negative caps": ({"limits": {"maxPods": -1}}, "less than the minimum"),
     "target zero": (
@@ -166,15 +214,19 @@ def test_pools_are_listed_by_kubectl_get_runpod_but_not_by_get_all() -> None:
     assert "all" not in names["categories"]
 
 
-def test_the_status_schema_is_structural_documented_and_defaults_nothing() -> None:
+def test_the_status_schema_is_structural_documented_and_defaults_only_its_generation() -> None:
     """No preserve-unknown-fields: every field has a type, and the API server fills in no
-    default the controller did not write (it reads back exactly what it wrote)."""
+    default the controller did not write (it reads back exactly what it wrote), but the
+    status's own, observedGeneration 0, which makes a pool no controller has written yet
+    InProgress to kstatus."""
     status = status_schema()
     assert "x-kubernetes-preserve-unknown-fields" not in status
+    assert status["default"] == {"observedGeneration": 0}
     forbidden = {"$ref", "$defs", "anyOf", "oneOf", "allOf", "title", "default"}
     for path, node in _nodes(status, "status"):
         assert "type" in node, path
-        assert not forbidden & set(node), (path, forbidden & set(node))
+        extra = forbidden & set(node) - ({"default"} if path == "status" else set())
+        assert not extra, (path, extra)
         assert not ("properties" in node and "additionalProperties" in node), path
     members = status["properties"]["members"]["items"]["properties"]
     assert members["phase"]["enum"] == [p.value for p in Phase]

@@ -1,6 +1,7 @@
-"""The Argo CD health check docs/operating.md gives for a RunPodPool, run under LuaJIT
-(Argo CD runs Lua 5.1) on pools as the controller writes them, so what the doc promises
-(Healthy, Progressing, Degraded) is what Argo CD would show."""
+"""The Argo CD health check shipped in deploy/gitops/argocd-health.lua, run as Argo CD runs
+a check from argocd-cm (tests/argo_lua.py: Lua 5.1, without the string and math
+libraries), on statuses written by hand for each rule; tests/test_gitops_health.py runs it
+on pools the controller really produces. docs/operating.md shows the file verbatim."""
 
 from __future__ import annotations
 
@@ -10,34 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
-from lupa import luajit21
+
+from tests.argo_lua import KEY, SCRIPT, argo_health
 
 ROOT = Path(__file__).parents[1]
-KEY = "resource.customizations.health.runpodpool.ownego.com_RunPodPool"
-
-
-def health_script() -> str:
-    doc = (ROOT / "docs" / "operating.md").read_text()
-    blocks = re.findall(r"```yaml\n(.*?)```", doc, flags=re.S)
-    (config,) = [yaml.safe_load(b) for b in blocks if KEY in b]
-    script: str = config["data"][KEY]
-    return script
-
-
-def argo_health(pool: dict[str, Any]) -> tuple[str, str]:
-    """What Argo CD would show: the script's `hs`, with `obj` the pool as JSON."""
-    lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
-    to_lua = lua.eval(
-        "function(py) local function conv(v) "
-        "  if python.builtins.isinstance(v, python.builtins.dict) then "
-        "    local t = {} for k in python.iter(v) do t[k] = conv(v[k]) end return t "
-        "  elseif python.builtins.isinstance(v, python.builtins.list) then "
-        "    local t = {} for i, x in python.enumerate(v) do t[i + 1] = conv(x) end return t "
-        "  end return v end return conv(py) end"
-    )
-    health = lua.execute(f"return function(obj) {health_script()} end")
-    hs = health(to_lua(pool))
-    return str(hs["status"]), str(hs["message"])
 
 
 def pool(generation: int, *conditions: tuple[str, str, str]) -> dict[str, Any]:
@@ -53,6 +30,63 @@ def pool(generation: int, *conditions: tuple[str, str, str]) -> dict[str, Any]:
     }
 
 
+def doc_snippets() -> list[dict[str, Any]]:
+    doc = (ROOT / "docs" / "operating.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", doc, flags=re.S)
+    return [yaml.safe_load(b) for b in blocks if KEY in b]
+
+
+def test_the_argocd_cm_snippet_in_operating_md_is_the_shipped_file_verbatim() -> None:
+    (config,) = doc_snippets()
+    assert config["data"][KEY] == SCRIPT.read_text()
+
+
+def test_operating_md_says_where_the_shipped_file_is() -> None:
+    assert "deploy/gitops/argocd-health.lua" in (ROOT / "docs" / "operating.md").read_text()
+
+
+NOT_RECONCILING = ("Reconciling", "False", "Reconciled")
+NOT_STALLED = ("Stalled", "False", "NotStalled")
+
+
+@pytest.mark.parametrize(
+    ("conditions", "shown"),
+    [
+        ((("Ready", "True", "PodsReady"), NOT_RECONCILING, NOT_STALLED), ("Healthy", "Ready")),
+        (
+            (
+                ("Ready", "False", "PodsNotReady"),
+                ("Reconciling", "True", "PodsNotReady"),
+                NOT_STALLED,
+            ),
+            ("Progressing", "Reconciling"),
+        ),
+        (
+            (("Ready", "True", "PodsReady"), ("Reconciling", "True", "RollingOut"), NOT_STALLED),
+            ("Progressing", "Reconciling"),
+        ),
+        (
+            (
+                ("Ready", "False", "InvalidSpec"),
+                NOT_RECONCILING,
+                ("Stalled", "True", "InvalidSpec"),
+            ),
+            ("Degraded", "Stalled"),
+        ),
+        (
+            (("Ready", "True", "PodsReady"), NOT_RECONCILING, ("Stalled", "True", "UpdateFailed")),
+            ("Degraded", "Stalled"),
+        ),
+    ],
+)
+def test_argo_cd_shows_stalled_as_degraded_and_reconciling_as_progressing(
+    conditions: tuple[tuple[str, str, str], ...], shown: tuple[str, str]
+) -> None:
+    status, by = shown
+    kind = next(c for c in conditions if c[0] == by)
+    assert argo_health(pool(2, *conditions)) == (status, f"{kind[0]} {kind[2]}")
+
+
 @pytest.mark.parametrize(
     ("ready", "shown"),
     [
@@ -65,7 +99,10 @@ def pool(generation: int, *conditions: tuple[str, str, str]) -> dict[str, Any]:
         (("False", "ReconcileFailed"), "Degraded"),
     ],
 )
-def test_argo_cd_shows_a_pool_by_its_ready_condition(ready: tuple[str, str], shown: str) -> None:
+def test_a_status_from_before_reconciling_and_stalled_is_judged_by_ready_alone(
+    ready: tuple[str, str], shown: str
+) -> None:
+    """What a 0.2 controller wrote, until the upgraded one writes the pool again."""
     status, reason = ready
     cond = ("Ready", status, reason)
     assert argo_health(pool(2, ("NotActing", "False", "Acting"), cond)) == (
@@ -75,10 +112,19 @@ def test_argo_cd_shows_a_pool_by_its_ready_condition(ready: tuple[str, str], sho
 
 
 def test_argo_cd_waits_for_the_controller_to_see_the_latest_spec() -> None:
-    shown, message = argo_health(pool(3, ("Ready", "True", "PodsReady")))
+    shown, message = argo_health(pool(3, ("Ready", "True", "PodsReady"), NOT_RECONCILING))
     assert shown == "Progressing"
     assert "latest spec" in message
 
 
 def test_argo_cd_waits_for_a_pool_without_status() -> None:
     assert argo_health({"metadata": {"generation": 1}})[0] == "Progressing"
+
+
+def test_the_check_runs_without_the_libraries_argo_cd_leaves_out() -> None:
+    """Argo CD gives a check from argocd-cm no string or math library: the runner here
+    does the same, so a script that used one would fail this suite, not a cluster."""
+    with pytest.raises(Exception, match="string"):
+        argo_health(pool(2), script='return {status = string.lower("Healthy")}')
+    assert "string." not in SCRIPT.read_text()
+    assert "math." not in SCRIPT.read_text()

@@ -46,16 +46,19 @@ def test_the_default_scenario_prints_a_timeline_and_the_member_table() -> None:
     assert any("Ready -> Flagged" in line and "Unreachable" in line for line in lines)
     assert any(line.startswith("+0:00:00  inference  create ") for line in lines)
     table = lines.index(next(line for line in lines if line.startswith("NAME ")))
+    # The CRD's printer columns, as `kubectl get rpp -o wide` prints them (AGE aside).
     assert lines[table].split() == [
         "NAME",
-        "MODE",
         "READY",
+        "REASON",
+        "MODE",
+        "SERVING",
         "DESIRED",
         "COST/H",
         "PLANNED",
         "ROLLOUT",
     ]
-    assert lines[table + 1].split()[:2] == ["inference", "Manage"]
+    assert lines[table + 1].split()[:4] == ["inference", "True", "PodsReady", "Manage"]
     legend = " ".join(lines[table + 2 : lines.index("", table)])
     assert "PLANNED: the actions DryRun would take" in legend
     assert "ROLLOUT: where the release of spec.image is" in " ".join(legend.split())

@@ -25,7 +25,6 @@ from typing import Any
 
 import yaml
 
-from rpp.model.durations import DURATION_PATTERN
 from tests.crd_admission import admit_object, spec_schema
 
 ROOT = Path(__file__).parents[1]
@@ -42,10 +41,17 @@ DURATIONS: list[Any] = [
     "0.001s", "0.0005s", "1.2345s", "0.0000000001s", "720h", "721h", "719h60m1ms",
     "99999999999h", "99999999999999999999999ms", "\u0661\u0665\u0660s", "1d", "-1s", "",
     "x" * 40, None, 150, 1.5, True, [],
+    # Around Go's int64 nanoseconds and the digits CEL's duration() is trusted with:
+    "9999999999999h", "2562047h", "2562048h", "999h", "1000h", "43200m", "99999m",
+    "100000m", "2592000s", "9999999s", "10000000s", "2592000000ms", "9999999999ms",
+    "10000000000ms", "0000000000000000000000000001h", "0000000000000000000000001000h",
+    "719h59m60s", "1h1h1h1h1h1h1h1h1h1h", "999h999h999h999h999h999h",
 ]  # fmt: skip
 INTEGERS: list[Any] = [
     -1, 0, 1, 2, 3, 4, 8, 64, 255, 256, 257, 1000, 1001, 1023, 1024, 65535, 65536,
     2**31, 2**53 + 1, 2**63 - 1, 2**63, 10**30, 1.0, 1.5, "2", True, None, NAN, INF,
+    # Integral floats are integers to kubectl and the API server; the rest are not.
+    2.0, 4.0, -1.0, 256.0, 2.5, 1e-9, 2.0**53, 2.0**60, 2.0**64, 1e21, 1e300,
 ]  # fmt: skip
 NUMBERS: list[Any] = [
     -1, -0.0, 0, 0.01, 0.05, 1, 1.0000001, 1.5, 4, 1e300, 2**63, 10**30, NAN, INF, -INF,
@@ -111,6 +117,8 @@ CROSS: list[dict[str, Any]] = [
         for t, s in (
             ("2s", "2s"), ("2s", "2000ms"), ("2.001s", "2s"), ("1s", "2s"), ("10s", "2s"),
             ("3.6s", "0.001h"), ("3.601s", "0.001h"), ("1m", "60s"), ("61s", "1m"),
+            ("9999999999999h", "2s"), ("10s", "9999999999999h"), ("150 seconds", "2s"),
+            ("1000h", "2s"), ("10s", "1000h"), ("1s", "0.5ms"),
         )
     ),
     *({"rollout": {"maxParallel": p}, "replicas": {"min": 2, "max": m}} for p, m in (
@@ -130,7 +138,9 @@ def leaves(
     """Every field of the spec schema, with its kind (objects too: they can be odd)."""
     for key, sub in node.get("properties", {}).items():
         kind = sub["type"]
-        if kind == "string" and sub.get("pattern") == DURATION_PATTERN:
+        if kind == "string" and any(
+            "duration(self)" in r["rule"] for r in sub.get("x-kubernetes-validations", [])
+        ):
             kind = "duration"
         yield (*path, key), kind
         if kind == "object":

@@ -221,7 +221,7 @@ INVALID_CASES: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "canary bake of zero": (
         {"rollout__canary__bake": "0s"},
-        "spec.rollout.canary.bake: '0s' must be longer than zero",
+        "spec.rollout.canary.bake: '0s' is shorter than 1ms; use 1ms or more",
     ),
     "canary negative requests": (
         {"rollout__canary__minRequests": -1},
@@ -330,3 +330,29 @@ def test_any_junk_in_any_field_gets_our_sentences_never_pydantic_wording(
         assert "Input should" not in problem.message, problem
         assert "should have" not in problem.message, problem
         assert "Extra inputs" not in problem.message, problem
+
+
+def test_an_integer_written_as_an_integral_float_is_read_as_the_api_server_stores_it() -> None:
+    """`min: 2.0` reaches the API server as 2 (kubectl writes the float as JSON `2`) and
+    is stored as 2; the controller and `rpp validate` read it as 2 too, derived defaults
+    included."""
+    spec, problems = load_spec("p", {"replicas": {"min": 2.0}, "port": 8080.0})
+    assert problems == []
+    assert spec is not None
+    assert (spec.replicas.min, spec.replicas.max, spec.limits.max_pods) == (2, 2, 4)
+    assert type(spec.replicas.min) is int
+    assert type(spec.port) is int
+    pool, problems = load_pool(with_spec(rollout__canary__minRequests=50.0, nginx__slotPorts=8.0))
+    assert problems == []
+    assert pool is not None
+    assert (pool.spec.rollout.canary.min_requests, pool.spec.nginx.slot_ports) == (50, 8)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [(2.5, "2.5"), (1e300, "1e+300"), (2.0**60, "1.152921504606847e+18")]
+)
+def test_an_integer_field_refuses_a_float_that_is_no_whole_number_it_can_hold(
+    value: float, shown: str
+) -> None:
+    problems = problems_of(with_spec(replicas__min=value))
+    assert f"spec.replicas.min: expected a whole number, got {shown}" in problems

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from rpp.adapters.clock import UTC
-from rpp.decide.conditions import ALL_CONDITIONS, READY
+from rpp.decide.conditions import ALL_CONDITIONS, SUMMARY_CONDITIONS
 from rpp.model.effects import (
     CreatePod,
     Effect,
@@ -48,6 +48,7 @@ from rpp.model.status import (
     StatusFormatError,
     set_condition,
 )
+from tests.crd_admission import status_problems
 
 T0 = dt.datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -111,7 +112,7 @@ def full_status(members: int = 3) -> PoolStatus:
     texts at their bounds (MESSAGE_LIMIT, DETAIL_LIMIT). The lists that grow with one
     loop's actions (plannedActions, intents, recommendations) have typical lengths."""
     conditions: tuple[Condition, ...] = ()
-    for kind in (READY, *ALL_CONDITIONS):
+    for kind in (*SUMMARY_CONDITIONS, *ALL_CONDITIONS):
         conditions = set_condition(
             conditions,
             type=kind,
@@ -452,6 +453,25 @@ class TestConditions:
                 conditions, type=kind, status="True", reason="R", message="", now=T0, generation=1
             )
         assert [c.type for c in conditions] == ["Ready", "NotActing"]
+
+    def test_a_type_listed_twice_is_written_once_as_the_crds_map_list_demands(self) -> None:
+        """A status stored under an older CRD (or edited by hand) may repeat a type; the
+        API server refuses a status write that does (x-kubernetes-list-type: map)."""
+        twice = tuple(
+            Condition(type=kind, status="True", reason="R", last_transition_time=T0)
+            for kind in ("Ready", "HostNotice", "Ready", "HostNotice")
+        )
+        conditions = set_condition(
+            twice, type="Ready", status="False", reason="S", message="", now=at(60), generation=1
+        )
+        assert [(c.type, c.status) for c in conditions] == [
+            ("Ready", "False"),
+            ("HostNotice", "True"),
+        ]
+        stored = PoolStatus(conditions=twice).stored()
+        assert any("Duplicate value" in p for p in status_problems(stored))
+        fixed = PoolStatus(conditions=conditions).stored()
+        assert status_problems(fixed) == []
 
     def test_condition_status_must_be_true_false_or_unknown(self) -> None:
         with pytest.raises(ValueError, match="'True', 'False' or 'Unknown'"):

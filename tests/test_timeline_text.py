@@ -69,10 +69,11 @@ def test_a_phase_change_of_a_pod_that_stays_in_nginx_is_printed() -> None:
     assert "a1 (Flagged) b2" in second
 
 
-def test_the_final_table_explains_ready_planned_and_since() -> None:
+def test_the_final_table_explains_ready_serving_planned_and_since() -> None:
     table = member_table("inference", {"mode": "DryRun", "planned": 2}, start=START)
-    legend = " ".join(line.strip() for line in table.splitlines()[2:6])
-    assert "READY: members in phase Ready" in legend
+    legend = " ".join(line.strip() for line in table.splitlines()[2:8])
+    assert "READY: the Ready condition" in legend
+    assert "SERVING: members in phase Ready" in legend
     assert "a Flagged pod also serves until its replacement is Ready" in legend
     assert "PLANNED: the actions DryRun would take (status.plannedActions)" in legend
     assert "SINCE: when the member entered its phase" in legend
@@ -104,3 +105,24 @@ def test_a_condition_is_only_said_cleared_once_it_was_raised() -> None:
         "Ready is False (Deleting): m",
         "Ready is True (PodsReady): m",
     ]
+
+
+def test_reconciling_and_stalled_flips_print_no_line_the_json_keeps_them() -> None:
+    """They restate Ready and the other conditions for GitOps tools: the demo's reader
+    already has that story, so the text stays as quiet as before they existed."""
+    out, records = io.StringIO(), io.StringIO()
+    text = Timeline(clock=ManualClock(START), out=out)
+    as_json = Timeline(clock=ManualClock(START), out=records, as_json=True)
+    for timeline in (text, as_json):
+        for kind, status, reason in (
+            ("Reconciling", "True", "PodsNotReady"),
+            ("Stalled", "True", "CapacityUnavailable"),
+            ("Ready", "False", "PodsNotReady"),
+        ):
+            timeline.emit(
+                "condition", pool="inference", type=kind, status=status, reason=reason, message="m"
+            )
+    assert [line.split("  ", 2)[2] for line in out.getvalue().splitlines()] == [
+        "Ready is False (PodsNotReady): m"
+    ]
+    assert len(records.getvalue().splitlines()) == 3

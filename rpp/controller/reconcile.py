@@ -49,6 +49,7 @@ from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.nginx_slots import RenderedSlots
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
+from rpp.decide.progress import set_progress
 from rpp.model.clashes import REASON as CLASH
 from rpp.model.clashes import Stored, held_back
 from rpp.model.codec import StatusFormatError
@@ -356,6 +357,7 @@ class PoolReconciler:
         )
         conds.status = conds.status.replace(observed_generation=generation)
         conds.set_ready(mode=Mode(status.mode), deleting=bool(deleting))
+        set_progress(conds, mode=Mode(status.mode), deleting=bool(deleting))
         new_status = conds.status
         log.warning("invalid spec: %s", listing)
         for event in conds.events():

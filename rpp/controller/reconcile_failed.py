@@ -3,8 +3,9 @@
 Where it sits: the controller, outside observe -> decide -> act. The loop
 (rpp/controller/loop.py) isolates pools from each other: when one pool's reconcile
 raises (a bug) or overruns its time budget, the loop calls `failed`, and the pool gets
-a `ReconcileFailed` condition (and Ready False), a Warning Event and its condition gauge
-set, while the other pools carry on. The next reconcile of that pool that completes calls
+a `ReconcileFailed` condition (with Ready False and Stalled True: a reconcile that raises
+usually raises again until the controller is fixed), a Warning Event and its condition
+gauge set, while the other pools carry on. The next reconcile of that pool that completes calls
 `recovered`, which clears the condition with a Normal Event. Decide never sets or
 clears this condition: it cannot see its own failures.
 
@@ -24,7 +25,8 @@ from rpp.adapters.logs import fields, layer_logger
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolResult
 from rpp.controller.status_write import write_status
-from rpp.decide.conditions import READY
+from rpp.decide.conditions import READY, RECONCILING, STALLED
+from rpp.decide.progress import SEE_STALLED, Verdict
 from rpp.model.codec import StatusFormatError
 from rpp.model.records import bounded
 from rpp.model.status import PoolStatus
@@ -117,15 +119,28 @@ class ReconcileFailures:
                 generation=generation,
             )
             if not true:
-                return status  # the reconcile that completed wrote Ready on its merits
-            return status.with_condition(
-                type=READY,
-                status="False",
-                reason=RECONCILE_FAILED,
-                message=message,
-                now=self.clock.now(),
-                generation=generation,
+                # The reconcile that completed wrote Ready, Reconciling and Stalled on
+                # their merits.
+                return status
+            # This generation was seen, and what came of it is ReconcileFailed: kstatus
+            # (Flux, cli-utils) then says Failed instead of waiting out its timeout on
+            # an observedGeneration that never moves.
+            status = status.replace(observed_generation=generation)
+            summary = (
+                (READY, Verdict(False, RECONCILE_FAILED, message)),
+                (RECONCILING, SEE_STALLED),
+                (STALLED, Verdict(True, RECONCILE_FAILED, message)),
             )
+            for kind, verdict in summary:
+                status = status.with_condition(
+                    type=kind,
+                    status="True" if verdict.true else "False",
+                    reason=verdict.reason,
+                    message=verdict.message,
+                    now=self.clock.now(),
+                    generation=generation,
+                )
+            return status
 
         status = await compose(obj)
         if status is None:

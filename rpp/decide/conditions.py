@@ -41,6 +41,14 @@ READY = "Ready"
 """The aggregate condition tools judge a pool by (`kubectl wait --for=condition=Ready`,
 Argo CD and Flux health): True is good, unlike every condition above, so it is kept out
 of ALL_CONDITIONS (and of runpod_pool_condition). `readiness` says when it is True."""
+RECONCILING = "Reconciling"
+STALLED = "Stalled"
+"""The two conditions kstatus reads (rpp/decide/progress.py says when each is True).
+They restate Ready and the conditions above for GitOps tools, so like Ready they are
+kept out of ALL_CONDITIONS, and their flips make no Event: the condition that stalls the
+pool, or the actions it takes while it reconciles, already said it."""
+SUMMARY_CONDITIONS = (READY, RECONCILING, STALLED)
+_QUIET = frozenset({RECONCILING, STALLED})
 _BLOCKING = (Cond.INVALID_SPEC.value, Cond.NOT_ACTING.value)
 
 
@@ -109,11 +117,12 @@ class Conditions:
 
     def events(self) -> list[RecordEvent]:
         """One Event per condition that appeared or changed status this loop; Ready's
-        flips only (NotReady a Warning, Ready back a Normal one)."""
+        flips only (NotReady a Warning, Ready back a Normal one); none for Reconciling
+        and Stalled."""
         out: list[RecordEvent] = []
         for cond in self.status.conditions:
             old = self.before.get(cond.type)
-            if old is not None and old.status == cond.status:
+            if (old is not None and old.status == cond.status) or cond.type in _QUIET:
                 continue
             if cond.type == READY:
                 if old is not None:

@@ -37,6 +37,7 @@ from rpp.decide import (
     intents,
     judgement,
     prices,
+    progress,
     rebuild,
     release,
     second_controller,
@@ -313,8 +314,8 @@ def _may_be_wired(member: MemberRecord) -> bool:
 
 
 def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
-    """The summary fields, Ready, the conditions' Events, the plan; Observe keeps only the
-    finalizer's effects."""
+    """The summary fields, Ready, Reconciling and Stalled, the conditions' Events, the plan;
+    Observe keeps only the finalizer's effects."""
     mode, conds = loop.spec.mode, loop.conds
     members = conds.status.members
     conds.status = conds.status.replace(
@@ -324,7 +325,9 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
         ready=sum(1 for m in members if m.phase == Phase.READY and m.slot is not None),
         cost_per_hour=prices.billed(loop.owned),
     )
-    conds.set_ready(mode=mode, deleting=loop.obs.pool.deleting_since is not None)
+    deleting = loop.obs.pool.deleting_since is not None
+    conds.set_ready(mode=mode, deleting=deleting)
+    progress.set_progress(conds, mode=mode, deleting=deleting)
     effects = [*loop.effects, *conds.events(), *_finalizer(loop)]
     actions = [e for e in effects if not isinstance(e, RecordEvent | Finalizer)]
     status = conds.status.with_plan(actions if mode is Mode.DRY_RUN else ()).pruned(loop.now)

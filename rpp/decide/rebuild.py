@@ -32,7 +32,9 @@ def needed(*, status: PoolStatus, unreadable: str | None, wired: Mapping[int, st
     """Why the status must be rebuilt this loop; None when it need not be."""
     if unreadable is not None:
         return unreadable
-    if status == PoolStatus() and wired:
+    # observedGeneration alone is still empty: what the API server reads back for a
+    # status the CRD defaults (observedGeneration 0, so kstatus waits for a new pool).
+    if status.replace(observed_generation=None) == PoolStatus() and wired:
         pods = ", ".join(sorted(set(wired.values())))
         return (
             f"the stored status is empty while the slots ConfigMap wires {pods} (a backup "

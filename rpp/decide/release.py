@@ -56,6 +56,9 @@ from rpp.model.spec import RunPodPoolSpec
 _BUSY = frozenset(
     {Phase.WARMING, Phase.FLAGGED, Phase.DRAINING, Phase.UPDATING, Phase.TERMINATING}
 )
+CANARY_FAILED = "CanaryFailed"
+"""UpdateFailed's reason for a release whose image is not tried again (the pool is then
+Stalled: rpp/decide/progress.py)."""
 _PASSED = frozenset({VerdictResult.PASSED, VerdictResult.SKIPPED})
 _METRIC_RULES = frozenset({Rule.ERROR_RATE, Rule.RELATIVE_LATENCY})
 
@@ -361,7 +364,7 @@ def _update_failed(
         loop.conds.set(
             Cond.UPDATE_FAILED,
             true=True,
-            reason="CanaryFailed",
+            reason=CANARY_FAILED,
             message=f"the canary {release.canary} of {release.image} failed its bake and "
             f"goes back to {release.from_image}: {verdict.message}; {release.image} is not "
             "tried again until spec.image changes",

@@ -58,11 +58,17 @@ def set_condition(
     """Conditions with `type` set; lastTransitionTime moves only when status changes.
 
     An existing condition keeps its place in the list, a new one is appended, so the
-    order users see in `kubectl describe` is stable from loop to loop.
+    order users see in `kubectl describe` is stable from loop to loop. Each type is kept
+    once (the first): the CRD keys the list by type, and the API server refuses a status
+    repeating one, as an older CRD stored by hand could have.
     """
     result: list[Condition] = []
     found = False
+    seen: set[str] = set()
     for existing in conditions:
+        if existing.type in seen:
+            continue
+        seen.add(existing.type)
         if existing.type != type:
             result.append(existing)
             continue

@@ -29,13 +29,16 @@ from rpp.model.durations import format_duration
 from rpp.model.spec_fields import (
     NOT_BLANK,
     Duration,
+    Integer,
     Names,
     PodIds,
     Query,
     Section,
     Text,
     cel,
+    cel_converts,
     cel_text,
+    integral,
     problems,
 )
 from rpp.model.spec_health import (
@@ -84,9 +87,9 @@ class Replicas(Section):
         )
     )
 
-    min: int = Field(default=1, ge=1, le=MOST_REPLICAS)
+    min: Integer = Field(default=1, ge=1, le=MOST_REPLICAS)
     """Pods the pool keeps serving."""
-    max: int = Field(ge=1, le=MOST_REPLICAS)
+    max: Integer = Field(ge=1, le=MOST_REPLICAS)
     """Most pods the autoscaler may ask for. Default: replicas.min."""
 
 
@@ -128,11 +131,11 @@ class Datacenters(Section):
 
 
 class Limits(Section):
-    max_pods: int = Field(ge=0, le=2 * MOST_REPLICAS)
+    max_pods: Integer = Field(ge=0, le=2 * MOST_REPLICAS)
     """Hard cap on pool pods at any moment, replacements included. Default: 2 x replicas.min."""
     max_hourly_cost_usd: float = Field(default=0.0, ge=0)
     """Hard cap on the pool's cost per hour in USD; 0 means never create."""
-    max_creates_per_hour: int = Field(default=3, ge=0, le=1000)
+    max_creates_per_hour: Integer = Field(default=3, ge=0, le=1000)
     """Creates allowed in any hour."""
     estimated_pod_cost_usd: float = Field(default=1.0, ge=0)
     """Price per hour assumed for a pod not created yet (checked against the cost cap)."""
@@ -158,12 +161,15 @@ class Nginx(Section):
     <pool>-nginx-slots."""
     service: str
     """The Service clients call. Default: <pool>."""
-    base_port: int = Field(default=8081, ge=1024, le=65535)
+    base_port: Integer = Field(default=8081, ge=1024, le=65535)
     """First slot port."""
     read_timeout: Duration = 120.0
     """nginx proxy_read_timeout for pods."""
-    slot_ports: int = Field(default=4, ge=1, le=256)
+    slot_ports: Integer = Field(default=4, ge=1, le=256)
     """Slot ports nginx has, from basePort up; must cover replicas.max + 1."""
+
+
+_TIMEOUT, _SLOW = "self.probe.timeout", "self.health.replaceWhen.slowScrape.threshold"
 
 
 class RunPodPoolSpec(Section):
@@ -194,8 +200,9 @@ class RunPodPoolSpec(Section):
             "rollout.maxParallel must not be above replicas.max",
         ),
         (
-            "duration(self.probe.timeout) > "
-            "duration(self.health.replaceWhen.slowScrape.threshold)",
+            # Only on durations that convert: a bad one is refused by its own rule, once.
+            f"!{cel_converts(_TIMEOUT)} || !{cel_converts(_SLOW)} "
+            f"|| duration({_TIMEOUT}) > duration({_SLOW})",
             "probe.timeout must be longer than health.replaceWhen.slowScrape.threshold",
         ),
     )
@@ -225,7 +232,7 @@ class RunPodPoolSpec(Section):
     """Autoscaling (off)."""
     datacenters: Datacenters = Field(default_factory=Datacenters)
     """Where pods may run."""
-    max_per_datacenter: int = Field(default=1, ge=1, le=MOST_REPLICAS)
+    max_per_datacenter: Integer = Field(default=1, ge=1, le=MOST_REPLICAS)
     """Most pool pods in one datacenter."""
     limits: Limits
     """Hard caps that block creates."""
@@ -237,7 +244,7 @@ class RunPodPoolSpec(Section):
     """Secret whose every key goes to the pods as env."""
     metrics_token_key: Text | None = None
     """Key in envFromSecret holding the metrics token."""
-    port: int = Field(default=80, ge=1, le=65535)
+    port: Integer = Field(default=80, ge=1, le=65535)
     """The pods' HTTP port."""
     probe: Probe = Field(default_factory=Probe)
     """How pods are probed."""
@@ -278,7 +285,7 @@ class RunPodPoolSpec(Section):
         if pool is None or not isinstance(raw, Mapping):
             return raw
         replicas = raw.get("replicas")
-        size = replicas.get("min") if isinstance(replicas, Mapping) else None
+        size = integral(replicas.get("min")) if isinstance(replicas, Mapping) else None
         if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             size = 1  # invalid (and reported): derive from the default instead
         derived: dict[str, Any] = {

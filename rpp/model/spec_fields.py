@@ -32,13 +32,17 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from rpp.model.durations import (
+    DURATION_FITS_PATTERN,
     DURATION_MAX_LENGTH,
     DURATION_PATTERN,
     MAX_DURATION,
     MIN_DURATION,
+    NOT_A_DURATION,
+    TOO_LONG,
+    TOO_SHORT,
     DurationError,
     format_duration,
-    parse_duration,
+    read_duration,
 )
 
 # RunPod pod ids are lowercase alphanumerics (14 today); a little slack for the future.
@@ -57,31 +61,62 @@ def problems(*found: tuple[str, str]) -> PydanticCustomError:
     return PydanticCustomError(SPEC_PROBLEMS, "{text}", {"text": text, "problems": found})
 
 
+def cel_text(text: str) -> str:
+    """`text` as a CEL string literal (single-quoted, backslashes and quotes escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _seconds(raw: Any, info: ValidationInfo) -> Any:
     # Python code (tests, defaults) builds specs in seconds; a document (validated with
-    # the pool name as context) must spell a duration out, as the CRD's pattern demands.
+    # the pool name as context) must spell a duration out, as the CRD's rules demand.
     if info.context is None and isinstance(raw, int | float) and not isinstance(raw, bool):
         return float(raw)
     if not isinstance(raw, str):
         raise problems(("", f'expected a duration such as "150s" or "2m", got {raw!r}'))
     try:
-        seconds = parse_duration(raw)
+        seconds = read_duration(raw)
     except DurationError as err:
         raise problems(("", str(err))) from None
-    if seconds <= 0:
-        raise problems(("", f"{raw!r} must be longer than zero ({MIN_DURATION} or more)"))
     if seconds < _LEAST:
-        raise problems(("", f"{raw!r} is shorter than {MIN_DURATION}; use {MIN_DURATION} or more"))
+        raise problems(("", f"{raw!r} is {TOO_SHORT}"))
     if seconds > _MOST:
-        raise problems(("", f"{raw!r} is longer than {MAX_DURATION}; use {MAX_DURATION} or less"))
+        raise problems(("", f"{raw!r} is {TOO_LONG}"))
     return seconds
 
 
-_LEAST, _MOST = parse_duration(MIN_DURATION), parse_duration(MAX_DURATION)
+_LEAST, _MOST = read_duration(MIN_DURATION), read_duration(MAX_DURATION)
 
-# Seconds in Python, "150s" in YAML, in `--show-defaults` and in the CRD, where the same
-# bounds are CEL rules (the API server parses durations as Go does; a value past Go's
-# range fails the rule's evaluation, so it is refused too).
+
+def cel_converts(duration: str) -> str:
+    """A CEL test that `duration()` surely converts the text `duration` (a CEL
+    expression); a rule guards each `duration()` it calls with it (see `_duration_rules`)."""
+    return f"{duration}.matches({cel_text(DURATION_FITS_PATTERN)})"
+
+
+def _duration_rules() -> list[dict[str, str]]:
+    """The CRD's rules for a duration, each bad value refused by exactly one of them, with
+    the sentence `_seconds` prints after the value. The grammar comes first; the bounds
+    call `duration()` only on text that Go surely converts (DURATION_FITS_PATTERN): a
+    failed conversion would refuse with a type conversion error instead of a sentence.
+    Text the grammar allows beyond that pattern is longer than MAX_DURATION."""
+    grammar = f"self.matches({cel_text(DURATION_PATTERN)})"
+    fits = cel_converts("self")
+    return [
+        {"rule": grammar, "message": NOT_A_DURATION},
+        {
+            "rule": f"!{fits} || duration(self) >= duration('{MIN_DURATION}')",
+            "message": TOO_SHORT,
+        },
+        {
+            "rule": f"!{grammar} || ({fits} && duration(self) <= duration('{MAX_DURATION}'))",
+            "message": TOO_LONG,
+        },
+    ]
+
+
+# Seconds in Python, "150s" in YAML, in `--show-defaults` and in the CRD, where the
+# grammar and the bounds are CEL rules (not a `pattern`: the API server would print the
+# regular expression, and then run the rules anyway, a pattern being no blocking error).
 Duration = Annotated[
     float,
     BeforeValidator(_seconds),
@@ -90,20 +125,30 @@ Duration = Annotated[
         {
             "type": "string",
             "maxLength": DURATION_MAX_LENGTH,
-            "pattern": DURATION_PATTERN,
-            "x-kubernetes-validations": [
-                {
-                    "rule": f"duration(self) >= duration('{MIN_DURATION}')",
-                    "message": f"must be {MIN_DURATION} or more",
-                },
-                {
-                    "rule": f"duration(self) <= duration('{MAX_DURATION}')",
-                    "message": f"must be {MAX_DURATION} or less",
-                },
-            ],
+            "x-kubernetes-validations": _duration_rules(),
         }
     ),
 ]
+
+
+# kube-openapi takes a JSON float for an integer up to 2^53 (Go's swag
+# IsFloat64AJSONInteger); past that a float no longer holds every integer.
+_JSON_INTEGERS = 2**53 - 1
+
+
+def integral(raw: Any) -> Any:
+    """An integral float as the integer it is (2.0 -> 2), anything else as it is.
+
+    YAML's `2.0` reaches the API server as the integer 2 (kubectl writes the float as
+    JSON `2`; a JSON `2.0` passes its integer check too) and is stored as 2: read it so.
+    """
+    if isinstance(raw, float) and raw.is_integer() and abs(raw) <= _JSON_INTEGERS:
+        return int(raw)
+    return raw
+
+
+# A whole number; 2.0 is 2 (see `integral`), 2.5 and "2" are refused.
+Integer = Annotated[int, BeforeValidator(integral)]
 
 
 def _string_list(raw: Any, *, check: Callable[[str], str | None] | None = None) -> Any:
@@ -175,14 +220,11 @@ class Section(BaseModel):
         return {} if raw is None else raw
 
 
-def cel_text(text: str) -> str:
-    """`text` as a CEL string literal (single-quoted, backslashes and quotes escaped)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def cel(*rules: tuple[str, str]) -> ConfigDict:
     """Rules the API server checks on write; defaults are applied first, so defaulted
-    fields can be read directly."""
+    fields can be read directly (rpp/model/crd_guards.py guards them for the check of
+    the CRD's own defaults, which are not filled in). A field without a default is tested
+    with `has()` first."""
     return ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [{"rule": r, "message": m} for r, m in rules]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rpp.model.spec_fields import Duration, Section
+from rpp.model.spec_fields import Duration, Integer, Section
 
 
 class Probe(Section):
@@ -103,7 +103,7 @@ class Canary(Section):
     max_latency_ratio: float = Field(default=1.5, gt=1)
     """Fail the canary when its latency (prometheus.latencyQuery) is above this many times
     the median of the old pods' over the same window."""
-    min_requests: int = Field(default=100, ge=0, le=1_000_000_000)
+    min_requests: Integer = Field(default=100, ge=0, le=1_000_000_000)
     """Pass the canary only once it served this many requests during the bake (counted with
     prometheus.requestRateQuery); the bake goes on until then."""
 
@@ -111,6 +111,6 @@ class Canary(Section):
 class Rollout(Section):
     canary: Canary = Field(default_factory=Canary)
     """The first pod on a new image, judged against its peers before the rest follow."""
-    max_parallel: int = Field(default=1, ge=1, le=256)
+    max_parallel: Integer = Field(default=1, ge=1, le=256)
     """Pods drained and updated at once after the canary passed; more than one only while
     Ready stays at or above replicas.min and the pods the load needs."""

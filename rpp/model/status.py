@@ -12,7 +12,7 @@ restarted controller continues where the last one stopped. Logs are pruned by ag
 so the status stays small. Measured as compact JSON (tests/test_status.py, which holds
 these bounds): 50 members with every field set at once, more than a member holds in any
 phase, take 73,691 bytes (bound 75 KiB); the whole status with them, full history and
-every condition at its longest message 114,590 bytes (bound 120 KiB). The API server
+every condition at its longest message 116,910 bytes (bound 120 KiB). The API server
 stores an object up to about 1.5 MiB (etcd's default request limit), over 13 times that.
 
 Write it with a replace of the status subresource (re-read and retry on 409), not a

@@ -26,7 +26,9 @@ Every record has `t` (seconds since the start) and `event`:
 - `end` {pool, status}: the pool's final status, as `kubectl get rpp -o yaml` shows it.
 
 The text form prints the same records for a reader: loops only when something a reader
-cares about moved, DryRun plans only when they change, and a member table at the end.
+cares about moved, DryRun plans only when they change, no Reconciling or Stalled flips
+(they restate Ready and the other conditions for GitOps tools), and a member table at
+the end.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any, TextIO
 
 from rpp.adapters.clock import Clock
 from rpp.controller.reconcile import PoolResult
+from rpp.decide.conditions import RECONCILING, STALLED
 from rpp.model.status import PoolStatus
 from rpp.sim.world import CloudChange
 
@@ -240,6 +243,8 @@ class Timeline:
         if kind == "action":
             return self._action_text(at, r)
         if kind == "condition":
+            if r["type"] in (RECONCILING, STALLED):
+                return None  # for GitOps tools: Ready and the conditions above tell it
             return f"{at}  {r['pool']}  {self._condition_text(r)}"
         if kind == "loop":
             phases = r["members"]
@@ -309,9 +314,9 @@ def _repeat_key(r: Mapping[str, Any]) -> tuple[Any, ...] | None:
 def _wired_text(wired: tuple[tuple[str, str], ...]) -> str:
     """The pods in nginx slots; one that serves without being Ready says its phase.
 
-    READY counts members in phase Ready. A Flagged pod keeps its slot (it serves) until
-    its replacement is Ready, so nginx can hold more pods than READY says: the line
-    names both rather than calling the Flagged one ready.
+    SERVING (`status.ready`) counts members in phase Ready. A Flagged pod keeps its slot
+    (it serves) until its replacement is Ready, so nginx can hold more pods than that: the
+    line names both rather than calling the Flagged one ready.
     """
     if not wired:
         return "none"
@@ -338,19 +343,25 @@ def clock_text(seconds: float) -> str:
 
 
 TABLE_LEGEND = (
-    "  READY: members in phase Ready (each serves in an nginx slot); a Flagged pod also",
-    "  serves until its replacement is Ready. PLANNED: the actions DryRun would take",
-    "  (status.plannedActions), always 0 in Manage and Observe. ROLLOUT: where the release",
-    "  of spec.image is (status.rollout.phase). SINCE: when the member entered its phase.",
+    "  READY: the Ready condition, True when the desired pods are Ready and in nginx;",
+    "  REASON: why. SERVING: members in phase Ready (each serves in an nginx slot); a",
+    "  Flagged pod also serves until its replacement is Ready.",
+    "  PLANNED: the actions DryRun would take (status.plannedActions), always 0 in Manage",
+    "  and Observe. ROLLOUT: where the release of spec.image is (status.rollout.phase).",
+    "  SINCE: when the member entered its phase.",
 )
 
 
 def member_table(pool: str, stored: Mapping[str, Any], *, start: dt.datetime) -> str:
     """`kubectl get rpp -o wide`, then one row per member."""
     status = PoolStatus.from_stored(stored)
-    head = ["NAME", "MODE", "READY", "DESIRED", "COST/H", "PLANNED", "ROLLOUT"]
+    ready = status.condition("Ready")
+    head = ["NAME", "READY", "REASON", "MODE", "SERVING", "DESIRED", "COST/H", "PLANNED"]
+    head.append("ROLLOUT")
     row = [
         pool,
+        ready.status if ready is not None else "",
+        ready.reason if ready is not None else "",
         status.mode,
         str(status.ready),
         str(status.desired),

@@ -72,6 +72,20 @@ def test_an_empty_status_while_nginx_serves_pods_is_rebuilt() -> None:
     story(body)
 
 
+def test_a_status_holding_only_the_defaulted_observed_generation_counts_as_empty() -> None:
+    """What the API server reads back for a restored pool when the CRD defaults
+    status.observedGeneration to 0 (so kstatus waits for a new pool): still empty."""
+
+    async def body(s: Story) -> None:
+        before = await healthy_pool(s)
+        await s.set_status({"observedGeneration": 0})
+        await s.loops(1)
+        assert ready_pods(s.status()) == ready_pods(before)
+        assert [e for e in s.world.kube.events if e["reason"] == "StatusRebuilt"]
+
+    story(body)
+
+
 def test_an_empty_status_is_rebuilt_while_runpods_answer_for_a_pool_pod_reads_oddly() -> None:
     async def body(s: Story) -> None:
         before = await healthy_pool(s)
