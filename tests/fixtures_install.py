@@ -21,8 +21,11 @@ from tests.crd_admission import admit
 
 ROOT = Path(__file__).parents[1]
 CHART = ROOT / "helm" / "runpod-pool-controller"
+# The CRD's own chart, installed first as release rpp-crd (docs/install.md).
+CRD_CHART = ROOT / "helm" / "runpod-pool-controller-crd"
 NAMESPACE = "runpod"
 RELEASE = "rpp"
+CRD_RELEASE = "rpp-crd"
 
 # The oldest Kubernetes the seed supports, and the newest the validator knows.
 KUBE_VERSIONS = ("1.25.0", kubernetes_validate.utils.latest_version() + ".0")
@@ -62,12 +65,15 @@ def two_pools() -> dict[str, Any]:
     }
 
 
-def render(values: Mapping[str, Any] | None = None, *, is_upgrade: bool = False) -> dict[str, str]:
-    """The chart rendered offline, as `helm template` would: template path -> text."""
-    with helm.Chart.load(CHART) as chart:
+def render(
+    values: Mapping[str, Any] | None = None, *, is_upgrade: bool = False, crd_chart: bool = False
+) -> dict[str, str]:
+    """The chart (or with `crd_chart` the CRD's chart, as its release) rendered offline, as
+    `helm template` would: template path -> text."""
+    with helm.Chart.load(CRD_CHART if crd_chart else CHART) as chart:
         rendered: dict[str, str] = chart.render(
             copy.deepcopy(dict(values or {})),
-            name=RELEASE,
+            name=CRD_RELEASE if crd_chart else RELEASE,
             namespace=NAMESPACE,
             is_install=not is_upgrade,
             is_upgrade=is_upgrade,

@@ -5,7 +5,8 @@ with bad values (the schema must refuse them, naming the value); that nothing th
 renders depends on the cluster (no `lookup`: Argo CD, `helm template` and `helm diff` render
 what an install does, and the slots ConfigMaps are the controller's alone); that renaming
 the objects keeps the Deployment's selector; and that the chart ships the same CRD, alert
-rules and dashboard as deploy/ and examples/.
+rules and dashboard as deploy/ and examples/. The CRD's own chart:
+tests/test_install_crd_chart.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from rpp.model.crd import render_crd
 from tests.crd_admission import admit
 from tests.fixtures_install import (
     CHART,
+    CRD_CHART,
     NAMESPACE,
     RELEASE,
     ROOT,
@@ -71,7 +73,8 @@ def test_chart_installs_the_generated_crd_from_crds_only() -> None:
         crds = chart.crds
     assert [c["filename"] for c in crds] == ["runpod-pool-controller/crds/runpodpools.yaml"]
     assert crds[0]["data"] == render_crd()
-    # Templates never carry the CRD: Helm would then delete it (and every pool) on uninstall.
+    # Templates never carry the CRD: Helm would then delete it (and every pool) on uninstall,
+    # and a first install with pools would fail (tests/test_install_crd_chart.py).
     assert "CustomResourceDefinition" not in kinds(objects(render(two_pools())))
 
 
@@ -205,9 +208,10 @@ def test_bad_values_are_refused_naming_the_value(case: str) -> None:
     assert expected in message, message
 
 
-def test_every_value_is_commented_and_in_the_schema() -> None:
-    lines = (CHART / "values.yaml").read_text().splitlines()
-    schema = json.loads((CHART / "values.schema.json").read_text())
+@pytest.mark.parametrize("chart", [CHART, CRD_CHART], ids=lambda chart: chart.name)
+def test_every_value_is_commented_and_in_the_schema(chart: Path) -> None:
+    lines = (chart / "values.yaml").read_text().splitlines()
+    schema = json.loads((chart / "values.schema.json").read_text())
     uncommented = []
     for i, line in enumerate(lines):
         match = re.match(r"^(\s*)([A-Za-z][\w-]*):", line)

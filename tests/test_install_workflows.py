@@ -2,13 +2,15 @@
 action pinned by commit SHA, CI runs the README's test command, a release runs the whole
 suite before it pushes anything; a v* tag releases the multi-arch image (`:latest` only for
 a release, never a prerelease) with a Syft SBOM and a keyless cosign signature, a chart-v*
-tag pushes the chart to the OCI registry the seed installs from and signs it; and every
-night 1,000 generated scenarios run under the invariant checker."""
+tag pushes both charts (the controller's and the CRD's) to the OCI registry the seed installs
+from and signs each; and every night 1,000 generated scenarios run under the invariant
+checker."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from tests.fixtures_install import ROOT
+from tests.fixtures_install import CHART, CRD_CHART, ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 BIN = Path(sys.executable).parent  # actionlint and shellcheck come with the dev extra
@@ -172,12 +174,125 @@ def test_the_image_gets_a_syft_sbom_and_keyless_signatures() -> None:
     assert "--key" not in script  # keyless: the workflow's OIDC identity
 
 
-def test_the_chart_is_signed_keyless_by_the_digest_it_was_pushed_as() -> None:
+# Stand-ins for helm and cosign on the chart job's PATH: each logs its arguments; `helm
+# package` writes <name>-<version>.tgz as Helm names it, and `helm push` refuses a missing
+# file and answers as Helm's registry client does (pkg/registry/client.go: "Pushed: <ref>",
+# "Digest: <digest>"), the digest one of the package's own.
+HELM_STUB = """#!/bin/bash
+set -e
+echo "helm $*" >> "$STUB_LOG"
+case "$1" in
+package)
+  version=$(sed -n 's/^version: *//p' "$2/Chart.yaml")
+  mkdir -p "$4"
+  echo "$(basename "$2")" > "$4/$(basename "$2")-$version.tgz"
+  ;;
+push)
+  [ -f "$2" ] || { echo "Error: $2: no such file" >&2; exit 1; }
+  echo "Pushed: ${3#oci://}/$(basename "$2" .tgz)"
+  echo "Digest: sha256:$(sha256sum "$2" | cut -c1-64)"
+  ;;
+esac
+"""
+COSIGN_STUB = '#!/bin/bash\necho "cosign $*" >> "$STUB_LOG"\n'
+
+
+def run_chart_job(
+    tmp_path: Path, tag: str, *, crd_chart_version: str | None = None
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """The chart job's `run:` steps in order, as GitHub runs them (bash -eo pipefail, the
+    job's env), on a copy of both charts' Chart.yaml (the CRD chart's version replaced by
+    `crd_chart_version`), with helm and cosign stood in for. Returns the last step run and
+    every helm and cosign command line, in order."""
+    job = workflow("release-chart.yml")["jobs"]["chart"]
+    for chart in (CHART, CRD_CHART):
+        (tmp_path / "helm" / chart.name).mkdir(parents=True)
+        shutil.copy(chart / "Chart.yaml", tmp_path / "helm" / chart.name / "Chart.yaml")
+    if crd_chart_version is not None:
+        copied = tmp_path / "helm" / CRD_CHART.name / "Chart.yaml"
+        text = re.sub(r"(?m)^version: .*$", f"version: {crd_chart_version}", copied.read_text())
+        copied.write_text(text)
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for name, text in (("helm", HELM_STUB), ("cosign", COSIGN_STUB)):
+        (stubs / name).write_text(text)
+        (stubs / name).chmod(0o755)
+    log = tmp_path / "stub.log"
+    log.touch()
+    env = {
+        "PATH": f"{stubs}{os.pathsep}{os.environ['PATH']}",
+        "STUB_LOG": str(log),
+        "GITHUB_REF_NAME": tag,
+        "REGISTRY_USER": "release-bot",
+        "REGISTRY_TOKEN": "token-from-the-environment",
+        **job.get("env", {}),
+    }
+    done = subprocess.CompletedProcess[str]([], 0, "", "")
+    for step in job["steps"]:
+        if "run" not in step:
+            continue
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
+        if done.returncode != 0:
+            break
+    return done, log.read_text().splitlines()
+
+
+def test_a_chart_tag_lints_packages_pushes_and_signs_both_charts(tmp_path: Path) -> None:
+    version = yaml.safe_load((CHART / "Chart.yaml").read_text())["version"]
+    done, commands = run_chart_job(tmp_path, f"chart-v{version}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    registry = "oci://ghcr.io/ownego/charts"
+    lint = [c for c in commands if c.startswith("helm lint")]
+    package = [c for c in commands if c.startswith("helm package")]
+    push = [c for c in commands if c.startswith("helm push")]
+    sign = [c for c in commands if c.startswith("cosign sign")]
+    names = [CHART.name, CRD_CHART.name]
+    assert lint == [f"helm lint --strict helm/{name}" for name in names]
+    assert package == [f"helm package helm/{name} --destination dist" for name in names]
+    assert push == [f"helm push dist/{name}-{version}.tgz {registry}" for name in names]
+    # Each chart is signed by the digest its own push printed, never the other's.
+    digests = {
+        name: subprocess.run(
+            ["sha256sum", tmp_path / "dist" / f"{name}-{version}.tgz"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout[:64]
+        for name in names
+    }
+    assert sign == [
+        f"cosign sign --yes ghcr.io/ownego/charts/{name}@sha256:{digests[name]}" for name in names
+    ]
+    # Keyless (the workflow's OIDC identity), and the token only on stdin.
+    assert not [c for c in commands if "--key" in c or "token-from-the-environment" in c]
+
+
+def test_a_tag_that_does_not_match_either_charts_version_pushes_nothing(tmp_path: Path) -> None:
+    version = yaml.safe_load((CHART / "Chart.yaml").read_text())["version"]
+    done, commands = run_chart_job(tmp_path, f"chart-v{version}", crd_chart_version="0.0.1")
+    assert done.returncode == 1
+    assert done.stdout.strip() == (
+        f"::error::tag chart-v{version} does not match "
+        "helm/runpod-pool-controller-crd/Chart.yaml version 0.0.1"
+    )
+    assert commands == []
+    done, commands = run_chart_job(tmp_path / "other", "chart-v0.0.1")
+    assert done.returncode == 1
+    assert "does not match helm/runpod-pool-controller/Chart.yaml" in done.stdout
+    assert commands == []
+
+
+def test_the_chart_job_signs_with_its_own_oidc_identity() -> None:
     job = workflow("release-chart.yml")["jobs"]["chart"]
     assert job["permissions"]["id-token"] == "write"
-    script = "\n".join(s.get("run", "") for s in job["steps"])
-    assert 'cosign sign --yes "ghcr.io/ownego/charts/runpod-pool-controller@$digest"' in script
-    assert "--key" not in script
+    assert job["env"]["CHARTS"].split() == [CHART.name, CRD_CHART.name]
 
 
 def test_release_chart_pushes_to_the_registry_the_seed_installs_from() -> None:
@@ -185,8 +300,7 @@ def test_release_chart_pushes_to_the_registry_the_seed_installs_from() -> None:
     assert flow["on"] == {"push": {"tags": ["chart-v*"]}}
     assert flow["jobs"]["chart"]["permissions"]["packages"] == "write"
     scripts = "\n".join(s.get("run", "") for s in steps(flow))
-    assert "helm package helm/runpod-pool-controller" in scripts
-    assert "helm push dist/runpod-pool-controller-*.tgz oci://ghcr.io/ownego/charts" in scripts
+    assert "oci://ghcr.io/ownego/charts" in scripts
     # The token goes through the environment and stdin, never on a command line.
     assert "--password-stdin" in scripts
     assert "secrets.GITHUB_TOKEN" not in scripts

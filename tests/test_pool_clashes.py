@@ -107,16 +107,26 @@ def test_slots_written_over_another_pools_nginx_config_are_a_clash(
     ]
 
 
-def test_the_same_pool_twice_in_one_run_is_one_clash(
+def test_the_same_pool_in_two_files_is_one_clash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a = write(tmp_path, "a.yaml", pool("web"))
-    code, err = validate(capsys, a, a)
+    b = write(tmp_path, "b.yaml", pool("web"))
+    code, err = validate(capsys, a, b)
     assert code == 1
     assert err == [
-        f"pool web ({a}): the same pool as {a} in namespace runpod; applying both, the "
+        f"pool web ({b}): the same pool as {a} in namespace runpod; applying both, the "
         "second replaces the first: keep one"
     ]
+
+
+def test_one_file_named_twice_is_read_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rpp validate pools pools/web.yaml` (a folder and a file in it) is one pool."""
+    a = write(tmp_path, "a.yaml", pool("web"))
+    code, err = validate(capsys, tmp_path, a)
+    assert (code, err) == (0, [])
 
 
 def test_one_pod_adopted_by_two_pools_is_a_clash(
