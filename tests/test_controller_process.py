@@ -10,6 +10,8 @@ Nothing here touches the real RunPod.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -32,9 +34,9 @@ def pool_object(**spec: Any) -> dict[str, Any]:
     return obj
 
 
-async def test_rpp_run_reconciles_a_pool_serves_its_endpoints_and_exits_0_on_sigterm(
-    rehearsal: Rehearsal,
-) -> None:
+@asynccontextmanager
+async def running_with_its_pod_ready(rehearsal: Rehearsal) -> AsyncIterator[None]:
+    """`rpp run` on the pool of one pod, against the fake RunPod, once that pod is ready."""
     rehearsal.seed(pool_object())
     app = route_by_host(CloudApi(rehearsal.cloud), ProxyApp(rehearsal.cloud))
     async with serve_local(app) as port:
@@ -43,6 +45,13 @@ async def test_rpp_run_reconciles_a_pool_serves_its_endpoints_and_exits_0_on_sig
         async with asyncio.timeout(30):
             while (rehearsal.pool().get("status") or {}).get("ready") != 1:
                 await asyncio.sleep(0.2)
+        yield
+
+
+async def test_rpp_run_reconciles_a_pool_serves_its_endpoints_and_exits_0_on_sigterm(
+    rehearsal: Rehearsal,
+) -> None:
+    async with running_with_its_pod_ready(rehearsal):
         metrics = (await rehearsal.get("/metrics")).text
         sd = (await rehearsal.get("/sd/inference")).json()
         # The probe port (the chart's healthPort) answers /healthz and nothing else.
@@ -129,14 +138,7 @@ async def test_rpp_run_names_itself_on_its_writes_and_rides_out_a_restart_and_a_
     and compacted etcd under the pool watch (410 Gone when the watch resumed). The
     controller says what happened at INFO and goes on; and its writes carry its name."""
     kmock = rehearsal.kmock
-    rehearsal.seed(pool_object())
-    app = route_by_host(CloudApi(rehearsal.cloud), ProxyApp(rehearsal.cloud))
-    async with serve_local(app) as port:
-        await rehearsal.start(f"http://127.0.0.1:{port}")
-        await rehearsal.wait_healthy()
-        async with asyncio.timeout(30):
-            while (rehearsal.pool().get("status") or {}).get("ready") != 1:
-                await asyncio.sleep(0.2)
+    async with running_with_its_pod_ready(rehearsal):
         await kmock.restart(forbidden=3, busy=2)
         async with asyncio.timeout(30):
             while kmock.refusing:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from rpp.adapters.kube.api import (
 )
 from rpp.adapters.kube.real import RealKubeApi
 from rpp.sim.kube_memory import Call, MemoryKubeApi
+from tests.fixtures_kube import NS, SETTINGS, TOKEN, pool_manifest
 from tests.kmock_strict import (
     CONFIG_MAPS,
     EVENTS,
@@ -43,41 +43,12 @@ from tests.kmock_strict import (
     StrictKubernetesEmulator,
     forbidden,
 )
-from tests.stopwatch import Stopwatch
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
-NS = "runpod"
-SETTINGS = KubeSettings(namespace=NS, request_timeout=5.0)
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
-TOKEN = "s3cret-bearer-token"
 FINALIZER = "runpodpool.ownego.com/pods"
 POOL_PATH = "runpodpool.ownego.com/v1alpha1"
-
-
-def pool_manifest(name: str = "inference", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "runpodpool.ownego.com/v1alpha1",
-        "kind": "RunPodPool",
-        "metadata": {"name": name},
-        "spec": {"templateId": "tpl", **spec},
-    }
-
-
-@pytest.fixture
-def stopwatch() -> Stopwatch:
-    return Stopwatch()
-
-
-@pytest.fixture
-async def kube(
-    kmock: StrictKubernetesEmulator, stopwatch: Stopwatch
-) -> AsyncIterator[RealKubeApi]:
-    api = RealKubeApi.for_host(
-        host=str(kmock.url), settings=SETTINGS, token=TOKEN, patience=stopwatch.patience()
-    )
-    async with api:
-        yield api
 
 
 async def test_list_and_get_pools_return_whole_objects(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -26,6 +25,7 @@ from kmock import KubernetesError
 from rpp import __version__
 from rpp.adapters.kube.api import Forbidden, KubeError, KubeSettings, PoolEvent
 from rpp.adapters.kube.real import RealKubeApi
+from tests.fixtures_kube import NS, SETTINGS, pool_manifest
 from tests.kmock_strict import (
     CONFIG_MAPS,
     EVENTS,
@@ -38,35 +38,9 @@ from tests.stopwatch import Stopwatch
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
-NS = "runpod"
-SETTINGS = KubeSettings(namespace=NS, request_timeout=5.0)
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 POOL_PATH = f"/apis/runpodpool.ownego.com/v1alpha1/namespaces/{NS}/runpodpools"
 ADAPTER_LOG = "rpp.adapters.kube"
-
-
-def pool_manifest(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "runpodpool.ownego.com/v1alpha1",
-        "kind": "RunPodPool",
-        "metadata": {"name": name},
-        "spec": {"templateId": "tpl"},
-    }
-
-
-@pytest.fixture
-def stopwatch() -> Stopwatch:
-    return Stopwatch()
-
-
-@pytest.fixture
-async def kube(
-    kmock: StrictKubernetesEmulator, stopwatch: Stopwatch
-) -> AsyncIterator[RealKubeApi]:
-    async with RealKubeApi.for_host(
-        host=str(kmock.url), settings=SETTINGS, patience=stopwatch.patience()
-    ) as api:
-        yield api
 
 
 def watches(kmock: StrictKubernetesEmulator) -> list[Any]:

@@ -4,8 +4,6 @@ benchmark run it: its own process, the port on its first line, plain HTTP on 127
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,18 +16,9 @@ MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
 @pytest.fixture
-def api() -> Iterator[httpx.Client]:
-    command = [sys.executable, "-m", "rpp.sim.kube_standin", "--port", "0"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
-        try:
-            assert process.stdout is not None
-            first = process.stdout.readline()
-            assert first.startswith("listening on "), first
-            with httpx.Client(base_url=f"http://127.0.0.1:{first.split()[-1]}") as client:
-                yield client
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+def api(standin: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=standin) as client:
+        yield client
 
 
 def test_a_merge_patch_merges_the_object_and_leaves_its_status_alone(api: httpx.Client) -> None:

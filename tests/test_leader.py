@@ -66,6 +66,19 @@ class Replica:
         return next((t for t, leading in self.changes if not leading and t > led), None)
 
 
+async def holder_and_standby(
+    kube: Any, *, clock: VirtualClock, holder_view: Any = None
+) -> tuple[Replica, Replica]:
+    """Replica a, started first, takes the Lease; b, half a second later, waits as standby.
+    a reaches the API through `holder_view` where given (one a test can cut)."""
+    a = Replica("a", kube if holder_view is None else holder_view, clock=clock)
+    b = Replica("b", kube, clock=clock)
+    a.start()
+    await asyncio.sleep(0.5)
+    b.start()
+    return a, b
+
+
 def virtual(body: Callable[[VirtualClock, MemoryKubeApi], Awaitable[T]]) -> T:
     async def main(clock: VirtualClock) -> T:
         return await body(clock, MemoryKubeApi(KubeSettings(namespace="runpod"), clock=clock))
@@ -93,10 +106,7 @@ def test_the_first_replica_creates_the_lease_and_leads() -> None:
 
 def test_the_standby_waits_while_the_holder_renews() -> None:
     async def body(clock: VirtualClock, kube: MemoryKubeApi) -> None:
-        a, b = Replica("a", kube, clock=clock), Replica("b", kube, clock=clock)
-        a.start()
-        await asyncio.sleep(0.5)
-        b.start()
+        a, b = await holder_and_standby(kube, clock=clock)
         renewals = set()
         for _ in range(30):  # two minutes: eight lease durations
             await asyncio.sleep(4)
@@ -116,10 +126,7 @@ def test_the_standby_waits_while_the_holder_renews() -> None:
 
 def test_the_standby_takes_over_within_the_lease_duration_when_the_holder_dies() -> None:
     async def body(clock: VirtualClock, kube: MemoryKubeApi) -> None:
-        a, b = Replica("a", kube, clock=clock), Replica("b", kube, clock=clock)
-        a.start()
-        await asyncio.sleep(0.5)
-        b.start()
+        a, b = await holder_and_standby(kube, clock=clock)
         await asyncio.sleep(60)
         died = asyncio.get_running_loop().time()
         await a.kill()
@@ -141,11 +148,7 @@ def test_the_standby_takes_over_within_the_lease_duration_when_the_holder_dies()
 @pytest.mark.parametrize("how", ["fail", "hang"])
 def test_a_partitioned_holder_stops_acting_before_anyone_else_starts(how: str) -> None:
     async def body(clock: VirtualClock, kube: MemoryKubeApi) -> None:
-        a = Replica("a", Partitionable(kube), clock=clock)
-        b = Replica("b", kube, clock=clock)
-        a.start()
-        await asyncio.sleep(0.5)
-        b.start()
+        a, b = await holder_and_standby(kube, clock=clock, holder_view=Partitionable(kube))
         await asyncio.sleep(30)
         lease = await kube.get_lease(LEASE_NAME)
         assert lease is not None
@@ -167,10 +170,7 @@ def test_a_partitioned_holder_stops_acting_before_anyone_else_starts(how: str) -
 
 def test_a_released_lease_is_taken_over_at_the_standbys_next_try() -> None:
     async def body(clock: VirtualClock, kube: MemoryKubeApi) -> None:
-        a, b = Replica("a", kube, clock=clock), Replica("b", kube, clock=clock)
-        a.start()
-        await asyncio.sleep(0.5)
-        b.start()
+        a, b = await holder_and_standby(kube, clock=clock)
         await asyncio.sleep(20)
         await a.kill()  # as on SIGTERM: the elector stops, then the process releases
         released = asyncio.get_running_loop().time()
@@ -187,10 +187,7 @@ def test_a_released_lease_is_taken_over_at_the_standbys_next_try() -> None:
 
 def test_release_never_clears_a_lease_another_replica_holds() -> None:
     async def body(clock: VirtualClock, kube: MemoryKubeApi) -> None:
-        a, b = Replica("a", kube, clock=clock), Replica("b", kube, clock=clock)
-        a.start()
-        await asyncio.sleep(0.5)
-        b.start()
+        a, b = await holder_and_standby(kube, clock=clock)
         await asyncio.sleep(5)
 
         await b.elector.release()  # the standby shuts down
@@ -236,10 +233,7 @@ def test_an_api_server_restart_shorter_than_the_renew_deadline_keeps_the_holder(
     takes its own Lease again once the server answers)."""
 
     async def body(clock: VirtualClock, kube: MemoryKubeApi) -> None:
-        a, b = Replica("a", kube, clock=clock), Replica("b", kube, clock=clock)
-        a.start()
-        await asyncio.sleep(0.5)
-        b.start()
+        a, b = await holder_and_standby(kube, clock=clock)
         await asyncio.sleep(10)
         kube.restart(forbidden_s=window * 3 / 4, busy_s=window / 4)
         await asyncio.sleep(window + LEASE_DURATION_S)

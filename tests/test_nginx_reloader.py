@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import shutil
-import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +37,9 @@ from rpp.model.spec_load import load_spec
 from rpp.sim.inference import FakeInferencePod, HostRouter
 from rpp.sim.localhttp import serve_local
 from tests.fixtures_install import example, example_pool_spec, find
-from tests.kmock_strict import StrictKubernetesEmulator, rpp_against, write_kubeconfig
+from tests.kmock_strict import StrictKubernetesEmulator, rpp_against
 from tests.nginx_runner import RunningNginx, free_port, free_port_block, static_config
+from tests.reloader_process import running_reloader
 
 pytestmark = pytest.mark.kmock(cls=StrictKubernetesEmulator)
 
@@ -235,38 +234,11 @@ async def test_a_sidecar_whose_slot_writes_fail_logs_why_and_exits_1_to_be_resta
     the next version raises inside its loop. The process must say so and exit 1 (the
     kubelet restarts the container), not run on serving /healthz while nothing applies
     the slots any more."""
-    root = tmp_path / "slots"
-    listen = free_port()
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server=str(kmock.url))
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "KUBECONFIG": str(kubeconfig),
-        "NAMESPACE": NS,
-        "LOG_FORMAT": "json",
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "rpp",
-        "nginx-reloader",
-        "--pool",
-        "inference",
-        "--dir",
-        str(root),
-        "--pid-file",
-        str(tmp_path / "nginx.pid"),
-        "--status-port",
-        str(free_port()),
-        "--listen",
-        f"127.0.0.1:{listen}",
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
     settings = KubeSettings(namespace=NS, request_timeout=5.0)
-    try:
+    async with running_reloader(server=str(kmock.url), namespace=NS, workdir=tmp_path) as started:
+        process, root = started.process, started.files.root
         async with httpx.AsyncClient(timeout=5) as http, asyncio.timeout(30):
-            while not await answers(http, f"http://127.0.0.1:{listen}/healthz"):
+            while not await answers(http, f"http://127.0.0.1:{started.listen}/healthz"):
                 await asyncio.sleep(0.1)
         # Placeholders are written before /healthz answers; now the volume is no directory.
         shutil.rmtree(root)
@@ -274,10 +246,6 @@ async def test_a_sidecar_whose_slot_writes_fail_logs_why_and_exits_1_to_be_resta
         async with RealKubeApi.for_host(host=str(kmock.url), settings=settings) as writer:
             await writer.create_config_map(NAME, data=dict.fromkeys(FILES, ""), labels={})
         _, err = await asyncio.wait_for(process.communicate(), timeout=30)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
     assert process.returncode == 1
     lines = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
     [died] = [line for line in lines if line["level"] == "ERROR"]

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,28 +27,12 @@ import httpx
 import pytest
 
 from rpp.adapters.nginx import FILES, SlotFiles
-from rpp.decide.nginx_slots import upstream_name
-from tests.kmock_strict import write_kubeconfig
-from tests.nginx_runner import free_port
+from tests.reloader_process import running_reloader
 
 NS = "runpod"
 NAME = "inference-nginx-slots"
 MAPS = f"/api/v1/namespaces/{NS}/configmaps"
 SOON = 30.0  # a bound for "it happens", not for how fast
-
-
-@pytest.fixture
-def standin() -> Iterator[str]:
-    command = [sys.executable, "-m", "rpp.sim.kube_standin", "--port", "0"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
-        try:
-            assert process.stdout is not None
-            first = process.stdout.readline()
-            assert first.startswith("listening on "), first
-            yield f"http://127.0.0.1:{first.split()[-1]}"
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
 
 
 @dataclass
@@ -108,50 +90,11 @@ class Reloader:
 
 @pytest.fixture
 async def reloader(standin: str, tmp_path: Path) -> AsyncIterator[Reloader]:
-    async with httpx.AsyncClient(base_url=standin, timeout=10) as api:
-        made = await start_reloader(api, tmp_path)
-        try:
-            yield made
-        finally:
-            if made.process.returncode is None:
-                made.process.kill()
-                await made.process.wait()
-
-
-async def start_reloader(
-    api: httpx.AsyncClient, tmp_path: Path, *extra: str, pid_file: Path | None = None
-) -> Reloader:
-    root = tmp_path / "slots"
-    status_port = free_port()
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server=str(api.base_url))
-    env = {
-        "PATH": os.environ.get("PATH", ""),
-        "KUBECONFIG": str(kubeconfig),
-        "NAMESPACE": NS,
-        "LOG_FORMAT": "json",
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "rpp",
-        "nginx-reloader",
-        "--pool",
-        "inference",
-        "--dir",
-        str(root),
-        "--pid-file",
-        str(pid_file or tmp_path / "nginx.pid"),
-        "--status-port",
-        str(status_port),
-        "--listen",
-        f"127.0.0.1:{free_port()}",
-        *extra,
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    files = SlotFiles(root=root, upstream=upstream_name("inference"), status_port=status_port)
-    return Reloader(api, files, process)
+    async with (
+        httpx.AsyncClient(base_url=standin, timeout=10) as api,
+        running_reloader(server=str(api.base_url), namespace=NS, workdir=tmp_path) as started,
+    ):
+        yield Reloader(api, started.files, started.process)
 
 
 def slots(n: int) -> dict[str, str]:
@@ -243,11 +186,18 @@ async def test_the_event_of_a_rejected_config_is_written_under_the_reloaders_nam
     )
     pid_file = tmp_path / "nginx.pid"
     pid_file.write_text(f"{ignores_reloads.pid}\n")
-    async with httpx.AsyncClient(base_url=standin, timeout=10) as api:
-        reloader = await start_reloader(
-            api, tmp_path, "--reload-timeout", "0.2", pid_file=pid_file
-        )
-        try:
+    try:
+        async with (
+            httpx.AsyncClient(base_url=standin, timeout=10) as api,
+            running_reloader(
+                server=str(api.base_url),
+                namespace=NS,
+                workdir=tmp_path,
+                pid_file=pid_file,
+                extra=("--reload-timeout", "0.2"),
+            ) as started,
+        ):
+            reloader = Reloader(api, started.files, started.process)
             await reloader.put(slots(1))
             async with asyncio.timeout(SOON):
                 while not (
@@ -255,12 +205,9 @@ async def test_the_event_of_a_rejected_config_is_written_under_the_reloaders_nam
                 ):
                     await asyncio.sleep(0.1)
             await reloader.stop()
-        finally:
-            ignores_reloads.kill()
-            await ignores_reloads.wait()
-            if reloader.process.returncode is None:
-                reloader.process.kill()
-                await reloader.process.wait()
+    finally:
+        ignores_reloads.kill()
+        await ignores_reloads.wait()
 
     [event] = events
     assert event["reason"] == "NginxConfigRejected"

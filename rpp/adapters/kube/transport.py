@@ -40,9 +40,25 @@ class Op:
     rbac_hint: str = RBAC_HINT
     """Said on a 403 that lasts: which Role lacks the grant."""
 
+    @property
+    def target(self) -> str:
+        """`leases 'runpod-pool-controller' in namespace runpod`: what the call is on."""
+        return describe_target(self.resource, self.name, self.namespace)
+
     def __str__(self) -> str:
         """`get leases 'runpod-pool-controller' in namespace runpod`, for log lines."""
-        return f"{self.verb} {describe_target(self.resource, self.name, self.namespace)}"
+        return f"{self.verb} {self.target}"
+
+    def error(self, message: str, *, status: int | None = None) -> KubeError:
+        """A failure of this call that no typed error fits, saying `message`."""
+        return KubeError(
+            self.verb,
+            self.resource,
+            self.name,
+            namespace=self.namespace,
+            message=message,
+            status=status,
+        )
 
 
 async def send(
@@ -120,29 +136,21 @@ def error_for(
         return Conflict(
             verb, resource, name, namespace=namespace, resource_version=resource_version
         )
-    target = describe_target(resource, name, namespace)
     if status == 401:
         text = (
-            f"unauthorized: cannot {verb} {target}: the API server rejected the controller's "
+            f"unauthorized: cannot {op}: the API server rejected the controller's "
             "credentials; check its ServiceAccount token or kubeconfig"
         )
     else:
         detail = " ".join(message.split())[:300]
-        text = f"kubernetes API error: cannot {verb} {target}: HTTP {status}: {detail}"
-    return KubeError(verb, resource, name, namespace=namespace, message=text, status=status)
+        text = f"kubernetes API error: cannot {op}: HTTP {status}: {detail}"
+    return op.error(text, status=status)
 
 
 def unreachable(op: Op, *, host: str, error: BaseException) -> KubeError:
     """The error for a request that got no HTTP answer at all."""
-    target = describe_target(op.resource, op.name, op.namespace)
     kind = "timed out" if isinstance(error, TimeoutError) else type(error).__name__
-    return KubeError(
-        op.verb,
-        op.resource,
-        op.name,
-        namespace=op.namespace,
-        message=f"cannot reach the Kubernetes API at {host} to {op.verb} {target}: {kind}",
-    )
+    return op.error(f"cannot reach the Kubernetes API at {host} to {op}: {kind}")
 
 
 def _status_of(body: bytes) -> dict[str, Any]:

@@ -22,7 +22,6 @@ from typing import Any
 import aiohttp
 
 from rpp.adapters.kube import transport
-from rpp.adapters.kube.api import KubeError, describe_target
 from rpp.adapters.kube.transient import TransientAnswers
 
 WATCH_SECONDS = (300, 600)
@@ -94,14 +93,7 @@ def decode(op: transport.Op, line: bytes) -> dict[str, Any]:
     except ValueError:
         event = None
     if not isinstance(event, dict):
-        target = describe_target(op.resource, op.name, op.namespace)
-        raise KubeError(
-            op.verb,
-            op.resource,
-            op.name,
-            namespace=op.namespace,
-            message=f"watching {target}: the API server sent an event that is not JSON",
-        )
+        raise op.error(f"watching {op.target}: the API server sent an event that is not JSON")
     if event.get("type") == "ERROR":
         status = event.get("object") or {}
         raise transport.error_for(
