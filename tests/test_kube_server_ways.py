@@ -177,6 +177,28 @@ async def test_an_api_server_restart_is_waited_out_and_said_once_in_plain_words(
     ]
 
 
+async def test_refusals_that_end_in_unauthorized_are_not_said_to_be_over(
+    kube: RealKubeApi,
+    kmock: StrictKubernetesEmulator,
+    stopwatch: Stopwatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Measured on kube-apiserver 1.36: once `helm uninstall` deleted the controller's
+    ServiceAccount, its 403s turned into 401s, and "answers again" was logged. A 401 is no
+    recovery: only an answer past the authenticator and the authorizer ends the refusals."""
+    await kmock.restart(forbidden=2)
+    kmock[kmock.method.GET, LEASES] << KubernetesError(
+        status=401, reason="Unauthorized", message="Unauthorized"
+    )
+
+    with caplog.at_level(logging.DEBUG, logger=ADAPTER_LOG), pytest.raises(KubeError) as caught:
+        await kube.get_lease("runpod-pool-controller")
+
+    assert caught.value.status == 401
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert not [line for line in said if "answers again" in line], said
+
+
 async def test_a_refusal_that_lasts_gives_the_rbac_advice_then_fails_at_once(
     kube: RealKubeApi, kmock: StrictKubernetesEmulator, stopwatch: Stopwatch
 ) -> None:

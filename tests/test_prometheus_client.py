@@ -282,6 +282,35 @@ async def test_no_prometheus_url_turns_every_query_off_without_a_request(
     assert nothing.problems == ()
 
 
+async def test_a_lasting_problem_is_warned_once_per_pool_and_again_when_it_returns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Measured on a real cluster: with PROMETHEUS_URL unset (deploy/controller.yaml's
+    default) every pool warned three lines a loop, forever. The pool's condition says a
+    lasting problem; the log says it when it starts."""
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise AssertionError(f"no request expected, got {request.url}")
+
+    caplog.set_level(logging.DEBUG)
+    wanted = queries(latency_query=LATENCY_Q)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(refuse)) as http:
+        client = PrometheusClient(base_url=None, client=http)
+
+        def warned() -> list[str]:
+            found = [r.pool for r in caplog.records if r.levelno == logging.WARNING]  # type: ignore[attr-defined]
+            caplog.clear()
+            return found
+
+        for _ in range(3):
+            await client.read(wanted, pool="a")
+        await client.read(wanted, pool="b")
+        assert warned() == ["a", "b"]
+        await client.read(queries(), pool="a")  # the query goes, and with it the problem
+        await client.read(wanted, pool="a")
+        assert warned() == ["a"]
+
+
 async def test_unreachable_prometheus_is_a_problem_that_hides_its_credentials(
     http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:

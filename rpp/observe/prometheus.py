@@ -110,6 +110,7 @@ class PrometheusClient:
         self._timeout_s = timeout_s
         self._shown = _display(self._base_url) if self._base_url else "(none)"
         self._requests: dict[str, httpx.Request] = {}
+        self._said: dict[str, frozenset[str]] = {}  # per pool: last loop's problems
 
     async def read(self, queries: PoolQueries, *, pool: str = "") -> PrometheusReading:
         """Run the pool's queries concurrently; never raises for Prometheus' failures."""
@@ -200,12 +201,19 @@ class PrometheusClient:
         return request
 
     def _report(self, pool: str, reading: PrometheusReading) -> PrometheusReading:
+        """Log each problem the loop it appears; while it lasts, the pool's
+        PrometheusUnavailable condition says it, and the log repeats it at DEBUG only (a
+        pool without PROMETHEUS_URL warned three times a loop, forever)."""
+        before = self._said.get(pool, frozenset())
         for problem in reading.problems:
             # An empty answer is normal while no pod serves; the pool's condition says
-            # when it is not (NoData), so the log does not warn every loop for it.
+            # when it is not (NoData), so the log does not warn for it.
             empty = problem.split(":", 1)[0] in reading.no_data
             level = logging.INFO if empty else logging.WARNING
+            if problem in before:
+                level = logging.DEBUG
             log.log(level, "prometheus: %s", problem, extra=fields(pool=pool or None))
+        self._said[pool] = frozenset(reading.problems)
         return reading
 
 

@@ -130,8 +130,10 @@ class TransientAnswers:
             tries = int(retrying.statistics.get("attempt_number", 1))
             if error.status in TRANSIENT and tries > 1:
                 error.args = (f"{error}; still so after {tries} tries",)
-            elif error.status is not None:
-                self._answered(key)  # 404, 409...: an answer, past the authorizer
+            elif error.status is not None and error.status not in (401, 403):
+                # 404, 409...: an answer past the authenticator and the authorizer. A 401
+                # is none (a deleted ServiceAccount's token), so no "answers again".
+                self._answered(key)
             raise
         self._answered(key)
         return answer
