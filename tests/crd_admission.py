@@ -24,13 +24,26 @@ the same steps, in the same order, from the same generated CRD (rpp/model/crd.py
    server says the rules were not checked); a pattern, a bound or a duplicate does not
    block (pkg/registry/customresource/strategy.go, hasBlockingErr).
 
+A whole object is created as the API server creates it: its metadata and status are
+decoded strictly first, so an unknown field there refuses the request before any check
+(`strict decoding error: unknown field "metadata.foo"`; ObjectMeta's fields are the
+kubernetes client's V1ObjectMeta; a status's are found as pruning finds them,
+apiextensions-apiserver pkg/apiserver/schema/pruning/algorithm.go); then the status is
+dropped (only the status subresource writes it), so nothing else in it is checked; a name
+is required unless `generateName` is given (ValidateObjectMeta: "name or generateName is
+required", which blocks the CEL rules).
+
 `admit_object` returns every reason for refusal, empty when the object is admitted;
-`refusals` gives each with the field path the API server names.
+`refusals` gives each with the field path the API server names. Both take the object as
+kubectl sends it: a file read with rpp/model/kube_yaml.py, the YAML kubectl reads. A date
+PyYAML made of `2001-12-14` is sent as its ISO text (kubectl keeps the text; PyYAML lost
+its spelling, and the ISO form is that text for a date written in full).
 """
 
 from __future__ import annotations
 
 import copy
+import datetime
 import functools
 import json
 import math
@@ -40,6 +53,7 @@ from typing import Any
 
 import jsonschema
 from jsonschema import validators
+from kubernetes.client import V1ObjectMeta
 
 from rpp.model.crd import build_crd
 from tests.cel_k8s import rule_failures
@@ -181,13 +195,16 @@ def status_problems(status: Any) -> list[str]:
 def sent(value: Any) -> Any:
     """A YAML value as kubectl sends it and the API server decodes it: an integral float
     below 1e21 is written as an integer (Go formats float64 2 as `2`; 1e21 and up in
-    exponent form), and a JSON integer outside int64 is decoded as a float64."""
+    exponent form), and a JSON integer outside int64 is decoded as a float64; a date or
+    time from PyYAML as its ISO text (see the module docstring)."""
+    if isinstance(value, datetime.date):
+        return value.isoformat()
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return value if INT64[0] <= value <= INT64[1] else float(value)
     if isinstance(value, dict):
-        return {k: sent(v) for k, v in value.items()}
+        return {sent(k) if isinstance(k, datetime.date) else k: sent(v) for k, v in value.items()}
     if isinstance(value, list):
         return [sent(v) for v in value]
     return value
@@ -227,30 +244,70 @@ def cel_failures(node: dict[str, Any], value: Any) -> list[str]:
     return [detail for _, detail in _cel_refusals(node, value)]
 
 
-def _checked(node: dict[str, Any], value: Any) -> tuple[list[Any], list[tuple[str, str]]]:
+def _checked(
+    node: dict[str, Any], value: Any, *, blocked: bool = False
+) -> tuple[list[Any], list[tuple[str, str]]]:
     """The schema's errors and the CEL rules' refusals of `value` as the API server gets
-    it (none of the rules' when a schema error blocks them)."""
+    it (none of the rules' when a schema error, or another blocking one, blocks them)."""
     value = apply_defaults(node, prune_nulls(node, sent(value)))
     errors = schema_errors(node, value)
-    if any(e.validator in BLOCKING for e in errors):
+    if blocked or any(e.validator in BLOCKING for e in errors):
         return errors, [("", NOT_CHECKED)]
     return errors, _cel_refusals(node, value)
 
 
 def _encodable(value: Any) -> bool:
     try:
-        json.dumps(value, allow_nan=False)
+        json.dumps(sent(value), allow_nan=False)
     except ValueError:
         return False
     return True
+
+
+OBJECT_META = frozenset(V1ObjectMeta.attribute_map.values())
+NAME_REQUIRED = ("metadata.name", "Required value: name or generateName is required")
+
+
+def pruned(node: dict[str, Any] | None, value: Any, path: str) -> Iterator[str]:
+    """The fields pruning drops from `value` under `node` (algorithm.go's prune: a map's
+    keys are walked whatever the node's type; no node, no known key)."""
+    if isinstance(value, dict):
+        node = node or {}
+        for key, item in value.items():
+            if key in node.get("properties", {}):
+                yield from pruned(node["properties"][key], item, f"{path}.{key}")
+            elif isinstance(node.get("additionalProperties"), dict):
+                yield from pruned(node["additionalProperties"], item, f"{path}.{key}")
+            else:
+                yield f"{path}.{key}"
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from pruned((node or {}).get("items"), item, f"{path}[{index}]")
+
+
+def _created(obj: dict[str, Any]) -> tuple[list[str], list[tuple[str, str]], dict[str, Any]]:
+    """A create: the strict decoding's unknown fields of metadata and status, the
+    blocking errors of ObjectMeta's validation, and the object with its status dropped."""
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
+    unknown = [f"metadata.{key}" for key in meta if key not in OBJECT_META]
+    unknown += list(pruned(_schema()["properties"]["status"], obj.get("status"), "status"))
+    required = [NAME_REQUIRED] if not meta.get("name") and not meta.get("generateName") else []
+    return unknown, required, {k: v for k, v in obj.items() if k != "status"}
+
+
+def _strict(unknown: list[str]) -> str:
+    return "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in unknown)
 
 
 def refusals(obj: dict[str, Any]) -> list[tuple[str, str]]:
     """What the API server answers to a whole RunPodPool, as (field path, detail)."""
     if not _encodable(obj):
         return [("", "json: unsupported value: NaN or Infinity")]
-    errors, rules = _checked(_schema(), copy.deepcopy(obj))
-    return [(_where(e), e.message) for e in errors] + rules
+    unknown, required, created = _created(obj)
+    if unknown:
+        return [("", _strict(unknown))]
+    errors, rules = _checked(_schema(), copy.deepcopy(created), blocked=bool(required))
+    return required + [(_where(e), e.message) for e in errors] + rules
 
 
 def _said(node: dict[str, Any], value: Any) -> list[str]:
@@ -267,5 +324,8 @@ def admit(spec: Any) -> list[str]:
 
 
 def admit_object(obj: dict[str, Any]) -> list[str]:
-    """What the API server would say about a whole RunPodPool (metadata.name included)."""
-    return _said(_schema(), obj)
+    """What the API server would say about a whole RunPodPool created from a file
+    (metadata.name included; status dropped but for its unknown fields)."""
+    if not _encodable(obj):
+        return ["json: unsupported value: NaN or Infinity"]
+    return [f"{path}: {detail}" if path else detail for path, detail in refusals(obj)]

@@ -81,9 +81,9 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
         lambda: yaml.safe_dump(pool_with(image="x" * 10_000_000)).encode(),
         "is 9.5 MiB; rpp reads YAML files up to 1.0 MiB",
     ),
-    "huge-integer": (
-        lambda: yaml.safe_dump(pool_with()).encode() + b"extra: " + b"9" * 5000 + b"\n",
-        "holds a value that cannot be read",
+    "null-key": (
+        lambda: yaml.safe_dump(pool_with()).encode() + b"~: 1\n",
+        "a mapping key is null (~ or nothing); kubectl cannot turn it into JSON",
     ),
 }
 
@@ -164,6 +164,21 @@ def test_a_long_bad_value_is_echoed_clipped_with_its_size(tmp_path: Path) -> Non
     assert line.startswith(f"{path}: spec.replicas.min: ")
     assert "more characters not shown)" in line
     assert len(run.err) < 2000
+
+
+def test_a_number_of_5000_digits_is_text_refused_at_its_field(tmp_path: Path) -> None:
+    """Python's int() refuses 4,300 digits; kubectl reads such a number as text (past
+    int64 and float64), so the API server refuses it at its field, and so does rpp."""
+    path = tmp_path / "digits.yaml"
+    path.write_bytes(
+        yaml.safe_dump(pool_with()).encode().replace(b"port: 80", b"port: " + b"9" * 5000)
+    )
+    run = rpp("validate", str(path))
+    assert run.code == 1
+    [line] = run.err.splitlines()
+    assert line.startswith(f"{path}: spec.port: expected a whole number, got '999")
+    assert "more characters not shown)" in line
+    assert run.cpu_s < CPU_SECONDS
 
 
 @pytest.mark.parametrize(

@@ -152,3 +152,24 @@ def test_limits_with_no_room_for_a_surge_pod_warn_and_still_exit_0(
 def test_the_example_pool_has_room_for_a_surge_pod(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(EXAMPLE)]) == 0
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "line"),
+    [
+        ("generation", "abc", "metadata.generation: expected a whole number, got 'abc'"),
+        ("labels", "{team: 1}", "metadata.labels.team: expected a string, got 1"),
+        ("finalizers", "[a, 2]", "metadata.finalizers[1]: expected a string, got 2"),
+    ],
+)
+def test_a_metadata_field_of_the_wrong_type_is_one_line_not_a_traceback(
+    field: str, value: str, line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The API server decodes a request's metadata into ObjectMeta and refuses what does
+    not fit (apiextensions-apiserver's unstructuredSchemaCoercer drops malformed metadata
+    only when reading stored objects); `generation: abc` once crashed rpp validate."""
+    text = EXAMPLE.read_text().replace("\nspec:\n", f"\n  {field}: {value}\nspec:\n", 1)
+    pool = tmp_path / "pool.yaml"
+    pool.write_text(text)
+    assert main(["validate", str(pool)]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"{pool}: {line}"]

@@ -226,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         name, pools = source.name, source.pools
         for index, document in enumerate(pools):
-            pool, problems = load_pool(document, group=args.group)
+            pool, problems = load_pool(document, group=args.group, from_file=True)
             where = name if len(pools) == 1 else f"{name}[{index}]"
             if pool is None:
                 for problem in problems:

@@ -13,7 +13,9 @@ broken file must cost a clear line, not a traceback, minutes or gigabytes:
 The limits are checked on libyaml's event stream before any Python object is built: the
 parser keeps its own stack, so a deep file is refused at the first level too deep, and an
 alias adds the size its anchor already counted, so a bomb is refused by arithmetic, not by
-expanding it. Only then does PyYAML's safe loader build the documents.
+expanding it. Only then are the documents built, as kubectl reads YAML
+(rpp/model/kube_yaml.py: go-yaml v2's scalars, not PyYAML's YAML 1.1), so a file means to
+rpp what it means to the API server.
 
 `clip` shortens whatever part of a file is echoed back in a message, saying how much was cut;
 it is the one such helper, so RunPod's answers and the log (rpp/adapters) cut texts with it too.
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
+from rpp.model.kube_yaml import KubeYamlError, load_all
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -187,18 +191,16 @@ def parse_documents(data: bytes | str, *, limits: Limits = LIMITS) -> list[Any]:
         raise DocumentError(too_large(None, limits=limits))
     try:
         check_limits(text, limits=limits)
-        documents = list(yaml.load_all(text, Loader=_Loader))
+        documents = load_all(text)
     except DocumentError:
         raise
+    except KubeYamlError as error:
+        raise DocumentError(clip(str(error))) from None
     except yaml.YAMLError as error:
         if "maximum nesting depth" in str(getattr(error, "problem", "")):
             # libyaml's own cap (1,000 levels) can trip while it scans ahead of our count.
             raise DocumentError(_too_deep(error, limits)) from None
         raise DocumentError(yaml_error_text(error)) from None
-    except (ValueError, OverflowError) as error:
-        # A scalar the safe loader cannot turn into a value: an integer of more than
-        # 4,300 digits, a date such as 2026-13-45.
-        raise DocumentError(f"holds a value that cannot be read: {clip(str(error))}") from None
     return [document for document in documents if document is not None]
 
 

@@ -18,7 +18,6 @@ plus the full list of `Problem`s, each with its field path and a sentence to act
 from __future__ import annotations
 
 import copy
-import difflib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from rpp.model import spec as model
+from rpp.model.object_fields import metadata_problems, status_problems, unknown_field
 from rpp.model.spec_fields import SPEC_PROBLEMS
 
 
@@ -62,12 +62,6 @@ _WANTED = {
 _NOT_A_MAPPING = ("model_type", "model_attributes_type", "dict_type")
 
 
-def _unknown(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f'did you mean "{close[0]}"?' if close else f"known fields: {', '.join(known)}"
-    return f"unknown field; {hint}"
-
-
 def _walk(loc: tuple[str | int, ...]) -> Iterator[tuple[int, list[str], FieldInfo | None]]:
     """Along an error's location: each step's position among its section's keys (-1 for
     an unknown key, so those sort first, as they were reported before), the section's
@@ -97,7 +91,7 @@ def _sentences(error: ErrorDetails) -> list[tuple[str, str]]:
     if kind == SPEC_PROBLEMS:
         return list(ctx["problems"])
     if kind == "extra_forbidden":
-        return [("", _unknown(str(error["loc"][-1]), steps[-1][1]))]
+        return [("", unknown_field(str(error["loc"][-1]), steps[-1][1]))]
     if kind in _NOT_A_MAPPING:
         return [("", f"expected a mapping of fields, got {raw!r}")]
     if kind in _WANTED or (kind == "literal_error" and not isinstance(raw, str)):
@@ -198,15 +192,46 @@ def load_spec(
     return None, problems
 
 
-def load_pool(obj: Any, *, group: str = model.API_GROUP) -> tuple[Pool | None, list[Problem]]:
-    """Validate a whole RunPodPool object (apiVersion, kind, metadata, spec)."""
+def _name_problem(meta: Mapping[Any, Any]) -> Problem | None:
+    """What is wrong with `metadata.name`, if anything."""
+    name = meta.get("name")
+    if name is None or name == "":
+        if meta.get("generateName") is not None:
+            return Problem(
+                "metadata.name",
+                'required; kubectl apply refuses metadata.generateName ("cannot use generate '
+                'name with apply"): give the pool its name in metadata.name',
+            )
+        return Problem(
+            "metadata.name",
+            "required; name the pool with lowercase letters, digits and '-' "
+            f"(at most {model.POOL_NAME_MAX} characters)",
+        )
+    if not isinstance(name, str) or not re.fullmatch(model.POOL_NAME_PATTERN, name):
+        return Problem(
+            "metadata.name",
+            f"{name!r} is not a valid pool name; use lowercase letters, digits and '-'",
+        )
+    if len(name) > model.POOL_NAME_MAX:
+        return Problem(
+            "metadata.name", f"is {len(name)} characters; keep it to {model.POOL_NAME_MAX}"
+        )
+    return None
+
+
+def load_pool(
+    obj: Any, *, group: str = model.API_GROUP, from_file: bool = False
+) -> tuple[Pool | None, list[Problem]]:
+    """Validate a whole RunPodPool object (apiVersion, kind, metadata, spec). `from_file`:
+    a file to be created or applied, whose metadata and status the API server decodes
+    strictly (rpp/model/object_fields.py); never for an object read from the API server."""
     if not isinstance(obj, Mapping):
         return None, [Problem("(document)", f"expected a RunPodPool object, got {obj!r}")]
     problems: list[Problem] = []
     for key in obj:
         if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
             known = ["apiVersion", "kind", "metadata", "spec"]
-            problems.append(Problem(str(key), _unknown(str(key), known)))
+            problems.append(Problem(str(key), unknown_field(str(key), known)))
     want_api = f"{group}/{model.API_VERSION}"
     if obj.get("apiVersion") != want_api:
         problems.append(
@@ -216,24 +241,17 @@ def load_pool(obj: Any, *, group: str = model.API_GROUP) -> tuple[Pool | None, l
         problems.append(Problem("kind", f"expected {model.KIND}, got {obj.get('kind')!r}"))
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
-    name = meta.get("name")
-    if not isinstance(name, str) or not re.fullmatch(model.POOL_NAME_PATTERN, name):
-        problems.append(
-            Problem(
-                "metadata.name",
-                f"{name!r} is not a valid pool name; use lowercase letters, digits and '-'",
-            )
-        )
-        name = "pool"
-    elif len(name) > model.POOL_NAME_MAX:
-        problems.append(
-            Problem(
-                "metadata.name", f"is {len(name)} characters; keep it to {model.POOL_NAME_MAX}"
-            )
-        )
-    generation = meta.get("generation", 0)
+    name_problem = _name_problem(meta)
+    name = "pool" if name_problem is not None else meta["name"]
+    problems += [name_problem] if name_problem is not None else []
+    if from_file:
+        problems += [Problem(path, message) for path, message in metadata_problems(meta)]
+    generation = meta.get("generation")
+    generation = generation if isinstance(generation, int) else 0  # the server's is one
     spec, spec_problems = load_spec(name, obj.get("spec"))
     problems += spec_problems
+    if from_file:
+        problems += [Problem(p, message) for p, message in status_problems(obj.get("status"))]
     if problems or spec is None:
         return None, problems
     namespace = meta.get("namespace")
