@@ -352,3 +352,34 @@ def test_fault_descriptions_are_checked_with_the_field_named(data: Any, message:
 def test_fault_descriptions_round_trip() -> None:
     for fault in (faults.ServerError(503), faults.Timeout(2.0, True), faults.NoCapacity()):
         assert faults.fault_from_dict(fault.to_dict()) == fault
+
+
+async def test_a_listing_lag_hides_a_created_pod_from_list_and_get_until_it_passes() -> None:
+    clock = ManualClock()
+    cloud = stocked_cloud(clock)
+    cloud.listing_lag = 90.0
+    answered = await create(cloud)
+    assert answered.status_code == 201
+    pod_id = answered.json()["id"]
+    async with api(cloud) as http:
+        clock.advance(89)
+        assert (await http.get("/v2/pods")).json()["pods"] == []
+        assert (await http.get(f"/v2/pods/{pod_id}")).status_code == 404
+        clock.advance(1)
+        assert [p["id"] for p in (await http.get("/v2/pods")).json()["pods"]] == [pod_id]
+        assert (await http.get(f"/v2/pods/{pod_id}")).status_code == 200
+
+
+async def test_a_listing_lag_fault_delays_only_the_creates_it_strikes() -> None:
+    clock = ManualClock()
+    cloud = stocked_cloud(clock)
+    cloud.faults.next("createPod", faults.ListingLag(seconds=150))
+    late = (await create(cloud, name="rpp-p-1")).json()["id"]
+    prompt = (await create(cloud, name="rpp-p-2")).json()["id"]
+    async with api(cloud) as http:
+        assert [p["id"] for p in (await http.get("/v2/pods")).json()["pods"]] == [prompt]
+        clock.advance(150)
+        listed = {p["id"] for p in (await http.get("/v2/pods")).json()["pods"]}
+    assert listed == {late, prompt}
+    with pytest.raises(faults.FaultError, match=r"ListingLag\.seconds"):
+        faults.fault_from_dict({"kind": "ListingLag", "seconds": -1})

@@ -211,3 +211,10 @@ def test_cli_refuses_a_port_out_of_range(capsys: pytest.CaptureFixture[str]) -> 
         main(["fake-runpod", "--port", "70000"])
     assert caught.value.code == 2
     assert "--port must be 0-65535" in capsys.readouterr().err
+
+
+def test_listing_lag_is_read_as_a_duration_and_a_bad_one_is_named() -> None:
+    assert parse_cloud_section({"listingLag": "90s"}).listing_lag == 90.0
+    assert parse_cloud_section({}).listing_lag == 0.0
+    with pytest.raises(ScenarioError, match=r"cloud\.listingLag"):
+        parse_cloud_section({"listingLag": "soon"})

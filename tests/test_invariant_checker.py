@@ -92,6 +92,17 @@ def test_a_create_while_enough_pods_serve_is_caught_as_a_second_pod_for_one_need
     assert checked(body, limits=ROOMY) == ["one pod per need"]
 
 
+def test_a_create_while_a_created_pod_is_not_listed_yet_is_caught() -> None:
+    async def body(s: Story, checker: Checker) -> None:
+        s.world.cloud.listing_lag = 90.0
+        await s.loops(2)  # the pool's first pod: created, held in status, not listed yet
+        assert [m.unconfirmed_since is not None for m in s.status().members] == [True]
+        await create(s.world, "rpp-inference-extra1", "EU-CZ-1")
+
+    broken = checked(body, limits=ROOMY)
+    assert broken.count("create while a created pod is unconfirmed") == 1
+
+
 def test_a_foreign_pod_touched_is_caught() -> None:
     async def body(s: Story, checker: Checker) -> None:
         foreign = s.world.cloud.add_pod(

@@ -22,6 +22,7 @@ from rpp.machines.member_step import (
     drain,
     new_member,
     observe,
+    observe_unlisted,
     replacement_wired,
     retire,
 )
@@ -77,7 +78,7 @@ def hard_probe() -> ProbeResult:
         health_latency_s=0.01,
         metrics_latency_s=0.01,
         error="health /health: HTTP 502; metrics /metrics: HTTP 502",
-        hard_failure=True,
+        hard_failures=1,
     )
 
 
@@ -167,6 +168,8 @@ def run(case: Case) -> MemberStep:
     sig = signals(**case.signals)
     if case.event == "observe":
         return observe(record, signals=sig, now=now)
+    if case.event == "observe_unlisted":
+        return observe_unlisted(record, signals=sig, now=now)
     if case.event == "drain":
         return drain(record, reason=case.reason or "", image=case.image, signals=sig, now=now)
     if case.event == "retire":
@@ -236,6 +239,29 @@ FIRES = {
     ),
     "Flagged->Flagged unreachable_due, wired, not last (unwired)": Case(
         "Flagged", "Flagged", (Unwire,), signals=UNREACHABLE_DUE
+    ),
+    "Flagged->Flagged failing_hard, wired, not last (unwired for good)": Case(
+        "Flagged",
+        "Flagged",
+        (Unwire, RecordEvent),
+        record={"hard_failures": 1},
+        signals={"probe": hard_probe()},
+    ),
+    "Ready->Ready observe_unlisted failing_hard, wired (quarantined, no listing)": Case(
+        "Ready",
+        "Ready",
+        (Unwire, RecordEvent),
+        record={"hard_failures": 1, "missing_loops": 1},
+        signals={"probe": hard_probe(), "pod": None},
+        event="observe_unlisted",
+    ),
+    "Flagged->Flagged observe_unlisted failing_hard, wired (unwired, no listing)": Case(
+        "Flagged",
+        "Flagged",
+        (Unwire, RecordEvent),
+        record={"hard_failures": 1},
+        signals={"probe": hard_probe(), "pod": None},
+        event="observe_unlisted",
     ),
     "Flagged->Draining replacement_wired": Case(
         "Flagged", "Draining", (Unwire,), event="replacement_wired"
@@ -687,6 +713,8 @@ def fresh_run(case: Case) -> MemberStep:
     sig = signals(**case.signals)
     if case.event == "observe":
         record = refresh(record, sig, now)
+    if case.event == "observe_unlisted":
+        record = refresh(record, sig, now, listing=False)
     view = MemberView(record)
     MemberMachine(view).send(
         case.event, signals=sig, now=now, reason=case.reason, image=case.image
@@ -728,3 +756,35 @@ def test_a_quiet_member_is_not_dispatched_through_the_library(
     step = observe(record, signals=signals(probe=probe()), now=T0 + dt.timedelta(seconds=30))
     assert (step.record.phase, step.record.slot, step.effects, step.moves) == ("Ready", 2, (), ())
     assert step.record.pass_streak == record.pass_streak + 1  # this loop's facts, folded in
+
+
+class TestWithoutTheListing:
+    """observe_unlisted: a loop whose RunPod listing could not be read."""
+
+    def test_only_the_probe_is_folded_in_and_no_missing_listing_is_counted(self) -> None:
+        record = member("Ready", slot=2, missing_loops=1, pass_streak=2)
+        step = observe_unlisted(
+            record, signals=signals(pod=None, probe=probe()), now=T0 + dt.timedelta(seconds=30)
+        )
+        assert (step.record.phase, step.record.slot, step.moves) == ("Ready", 2, ())
+        assert (step.record.missing_loops, step.record.pass_streak) == (1, 3)
+
+    @pytest.mark.parametrize("phase", ["Warming", "Draining", "Updating", "Terminating"])
+    def test_no_lifecycle_move_is_taken_whatever_is_due(self, phase: str) -> None:
+        record = member(phase, missing_loops=5, hard_failures=3, pass_streak=9)
+        step = observe_unlisted(
+            record,
+            signals=signals(pod=None, probe=hard_probe(), offered_slot=2),
+            now=T0 + dt.timedelta(hours=5),
+        )
+        assert (step.record.phase, step.effects, step.moves) == (phase, (), ())
+
+    def test_the_last_wired_pod_and_a_pool_wide_failure_stay_in_nginx(self) -> None:
+        record = member("Ready", slot=2, hard_failures=1)
+        for kept in ({"last_wired": True}, {"pool_wide": True}):
+            step = observe_unlisted(
+                record,
+                signals=signals(pod=None, probe=hard_probe(), **kept),
+                now=T0 + dt.timedelta(seconds=30),
+            )
+            assert (step.record.slot, step.moves) == (2, ()), kept

@@ -3,10 +3,11 @@ Unreachable rule's duration, and comes back when it passes again.
 
 Covered: what the quarantine writes (the slot freed, the reason in the stored status,
 its Events); the flag that ends it; and, in the simulated world, the stories a
-platform engineer would tell: a dead pod out of nginx two loops after it died and
-replaced only after the rule's duration, a pod that recovers put back without a
-replacement, the last wired pod never taken out, and the prober telling hard failures
-(no connection, RunPod's 502/503/"pod not found") from slow or wrong answers.
+platform engineer would tell: a dead pod out of nginx the first loop after it died (its
+probe and the same probe 5 s later fail hard) and replaced only after the rule's
+duration, a pod that recovers put back without a replacement, the last wired pod never
+taken out, and the prober telling hard failures
+(no connection, no answer in time, RunPod's 404/502/503) from slow or wrong answers.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rpp.adapters.pod_http import PodAnswer, PodRequest, PodUnreachable
 from rpp.model.effects import RecordEvent, Unwire, Wire
 from rpp.model.members import MemberRecord, Quarantine
 from rpp.model.status import PoolStatus
-from rpp.observe.prober import Prober, ProbeTarget
+from rpp.observe.prober import CONFIRM_AFTER_S, Prober, ProbeTarget
 from tests.pod_fakes import ScriptedPods
 from tests.stories.world_kit import Story, pool_manifest, story
 from tests.test_member_machine import BLOCKED, FIRES, T0, run
@@ -87,18 +88,18 @@ def of(status: PoolStatus, pod_id: str) -> MemberRecord:
     return member
 
 
-def test_a_dead_pod_leaves_nginx_two_probes_after_it_died_and_is_replaced_on_the_rule() -> None:
+def test_a_dead_pod_leaves_nginx_at_the_first_loop_after_it_died_and_is_replaced_on_the_rule() -> (
+    None
+):
     async def body(s: Story) -> None:
         before = await s.until(lambda st: st.ready == 2, limit=20)
         victim = sorted(m.pod_id for m in before.members)[0]
         creates = len(s.effects("create"))
         s.world.pods[victim].die()
         died_at = s.clock.now()
-        await s.loops(1)
-        assert victim in in_nginx(s), "one failed probe proves nothing yet"
-        status = await s.until(
-            lambda st: st.member(victim) is not None and not of(st, victim).wired
-        )
+        # Its probe fails hard, and so does the same probe 5 s later: two in a row.
+        status = (await s.loops(1)).status
+        assert status is not None
         member = status.member(victim)
         assert member is not None
         assert (member.phase, member.hard_failures) == ("Ready", 2)
@@ -161,7 +162,9 @@ def test_the_last_wired_pod_is_never_quarantined() -> None:
         (502, b"502 Bad Gateway", True),
         (503, b"no healthy upstream", True),
         (404, b"pod podabc not found\n", True),
-        (404, b'{"detail":"Not Found"}', False),  # the app's own 404: a wrong health path
+        # RunPod's proxy answers 404 for a pod that is gone or does not listen, with no
+        # promise of a body to tell it by; an app's own 404 fails the probe as surely.
+        (404, b'{"detail":"Not Found"}', True),
         (500, b"boom", False),
         (200, b"ok", False),
     ],
@@ -178,7 +181,32 @@ async def test_the_prober_tells_hard_failures_from_other_answers(
     assert result.passed is (status == 200)
 
 
-async def test_the_prober_counts_no_connection_as_hard_and_a_timeout_as_not() -> None:
+@pytest.mark.parametrize(
+    ("confirm", "answers", "hard_failures", "passed"),
+    [
+        (True, [502, 502], 2, False),  # dead: two in a row, in one loop
+        (True, [502, 200], 0, True),  # a blip: what the pod says 5 s later counts
+        (True, [404, 500], 0, False),  # it answers again, if badly: no longer hard
+        (False, [502], 1, False),  # not wired: no hurry, one probe a loop
+    ],
+)
+async def test_a_wired_pods_hard_failure_is_probed_again_at_once(
+    confirm: bool, answers: list[int], hard_failures: int, passed: bool
+) -> None:
+    sent: list[float] = []
+
+    async def answer(request: PodRequest, *, limit: int) -> PodAnswer:
+        sent.append(asyncio.get_running_loop().time())
+        return PodAnswer(answers[(len(sent) - 1) // 2], b"ok")
+
+    prober = Prober(client=ScriptedPods(answer), url_pattern="http://fake")
+    result = await prober.probe_one(ProbeTarget(pod_id="podabc", confirm=confirm))
+    assert (result.hard_failures, result.passed) == (hard_failures, passed)
+    assert len(sent) == 2 * len(answers)  # health and metrics, once per probe
+    assert sent[-1] - sent[0] >= (CONFIRM_AFTER_S if len(answers) == 2 else 0)
+
+
+async def test_the_prober_counts_no_connection_and_a_timeout_as_hard() -> None:
     async def refused(request: PodRequest, *, limit: int) -> PodAnswer:
         raise PodUnreachable("ClientConnectorError: connection refused")
 
@@ -186,7 +214,7 @@ async def test_the_prober_counts_no_connection_as_hard_and_a_timeout_as_not() ->
         await asyncio.sleep(1)
         return PodAnswer(200, b"too late")
 
-    for answer, hard in ((refused, True), (slow, False)):
+    for answer, hard in ((refused, True), (slow, True)):
         prober = Prober(client=ScriptedPods(answer), url_pattern="http://fake", timeout_s=0.05)
         result = await prober.probe_one(ProbeTarget(pod_id="podabc"))
         assert (result.passed, result.hard_failure) == (False, hard)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -116,6 +117,7 @@ def test_every_example_scenario_is_tested_here() -> None:
     tested = {
         "pod-dies",
         "pod-hangs",
+        "listing-down-pod-dies",
         "slow-host",
         "host-notice",
         "out-of-stock",
@@ -132,6 +134,7 @@ def test_every_example_scenario_is_tested_here() -> None:
         "enough-serving",
         "no-surge-room",
         "status-lost",
+        "listing-lag",
     }
     assert {p.stem for p in SCENARIOS.glob("*.yaml")} == tested
 
@@ -156,8 +159,28 @@ def test_a_pod_dies_it_is_quarantined_at_once_replaced_on_the_rule_then_terminat
 def test_a_pod_hangs_its_probes_time_out_and_it_is_replaced(stories: Any) -> None:
     s = stories("pod-hangs")
     victim = s.pod(2)
+    quarantined = s.transition(victim, "Ready", to="Ready")
+    assert quarantined["t"] <= 1200 + 60  # its second timed-out probe
+    assert "timed out after 10s" in quarantined["reason"]
+    assert victim not in s.loops(quarantined["t"])[0]["wired"]  # out of nginx at once
     flagged = s.transition(victim, "Ready", to="Flagged")
     assert "timed out" in flagged["reason"]
+    replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+
+
+def test_a_pod_dies_while_the_listing_fails_and_still_leaves_nginx(stories: Any) -> None:
+    s = stories("listing-down-pod-dies")
+    victim = s.pod(2)
+    raised = s.first("condition", type="NotActing", status="True")
+    assert raised["reason"] == "RunPodUnavailable"
+    quarantined = s.transition(victim, "Ready", to="Ready")
+    assert quarantined["t"] <= 1200 + 60
+    assert victim not in s.loops(quarantined["t"])[0]["wired"]
+    cleared = s.first("condition", type="NotActing", status="False")
+    assert raised["t"] <= quarantined["t"] < cleared["t"]  # while RunPod's listing fails
+    # Nothing but the unwire while NotActing: no create, no terminate.
+    acts = {r["action"] for r in s.of("action") if raised["t"] <= r["t"] < cleared["t"]}
+    assert acts == {"unwire", "write-slots"}
     replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
 
 
@@ -479,6 +502,30 @@ def test_a_broken_then_lost_status_is_rebuilt_and_nothing_is_created(stories: An
 
 
 # -- what a first-time reader of any timeline must be able to believe --------------------
+
+
+def test_a_pod_listed_90s_after_its_create_is_not_created_twice_and_the_caps_hold(
+    stories: Any,
+) -> None:
+    s = stories("listing-lag")
+    created = s.of("cloud", kind="created")
+    assert len(created) == 4  # three for the size, one replacement for the dead pod 2
+    times = [r["t"] for r in created]
+    # Each create waited for the pod before it to be listed (90 s), not one loop.
+    assert all(b - a >= 90 for a, b in itertools.pairwise(times))
+    live: set[str] = set()
+    for r in s.records:
+        if r["event"] == "cloud" and r["kind"] == "created":
+            live.add(r["pod"])
+            assert len(live) <= 4, f"maxPods 4 broken at {r['t']}s"
+        elif r["event"] == "cloud" and r["kind"] == "deleted":
+            live.discard(r["pod"])
+    assert all(r["costPerHour"] <= 2.76 + 1e-9 for r in s.loops())
+    assert not [r for r in s.of("transition", to="Gone") if r["from"] == "Warming"]
+    waited = s.first("condition", type="CreateBlocked", status="True")
+    assert waited["reason"] == "CreateUnconfirmed"
+    assert "does not list it yet" in waited["message"]
+    assert s.end["status"]["ready"] == 3
 
 
 @pytest.mark.parametrize("name", EVERY_SCENARIO)

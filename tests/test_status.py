@@ -104,6 +104,7 @@ def full_member(index: int) -> MemberRecord:
         terminate_error="RunPod deletePod: server_error (500): Internal server error",
         missing_loops=1,
         adopted=True,
+        unconfirmed_since=at(10),
     )
 
 
@@ -240,7 +241,7 @@ class TestRoundTrip:
             "costPerHr", "createdAt", "lastProbe", "passStreak", "breaches", "flaggedRule",
             "flaggedReason", "replacementFor", "replacedBy", "drainReason", "update",
             "terminateRequestedAt", "terminateError", "missingLoops", "adopted", "hardFailures",
-            "quarantine",
+            "quarantine", "unconfirmedSince",
         }  # fmt: skip
         assert stored["since"] == "2026-01-01T00:01:41Z"
         assert list(stored["breaches"]) == ["ErrorRate", "SlowScrape", "Unreachable"]

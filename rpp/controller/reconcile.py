@@ -295,6 +295,8 @@ class PoolReconciler:
         pod_ids = {m.pod_id for m in status.members} | {p.id for p in owned}
         # Restart detection reads the process start only for pods in an update.
         updating = {m.pod_id for m in status.members if m.update is not None}
+        # A wired pod's hard failure is confirmed at once: nginx sends it requests.
+        wired = {m.pod_id for m in status.members if m.slot is not None}
         settings = probe_settings_from_spec(spec)
         probes = await self.prober.probe(
             ProbeTarget(
@@ -302,6 +304,7 @@ class PoolReconciler:
                 settings=settings,
                 metrics_token=secret.token,
                 read_process_start=pod_id in updating,
+                confirm=pod_id in wired,
             )
             for pod_id in sorted(pod_ids)
         )

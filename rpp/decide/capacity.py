@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rpp.decide import prices, surge_first
+from rpp.decide import prices, surge_first, unconfirmed
 from rpp.decide.ownership import new_pod_name
 from rpp.decide.placement import place
 from rpp.decide.safeguards import Block, create_block
@@ -96,14 +96,31 @@ def plan_create(
     `image` is what the pod runs (None: spec.image, or the template's); the release
     keeps spec.image off new pods until its canary passed (rpp/decide/release.py).
     Creates written down and not settled count as pods (they may have made one), at the
-    highest price a candidate may have. `writer` (who decides) is in the pod's name."""
+    highest price a candidate may have; pods RunPod created and does not list yet count
+    at the price its create answer gave (rpp/decide/unconfirmed.py), and no create goes
+    out while one waits. `writer` (who decides) is in the pod's name."""
     pending = len(status.pending_creates())
+    waiting = unconfirmed.waiting_members(status.members)
     catalog = status.catalog_prices
     dearest = prices.candidates(spec, catalog=catalog, room=0.0).highest()
-    cost = prices.pool_cost(spec, owned, pending=pending, pending_price=dearest)
+    cost = prices.pool_cost(
+        spec,
+        owned,
+        pending=pending,
+        pending_price=dearest,
+        unlisted=unconfirmed.prices(waiting),
+    )
     fit = prices.candidates(spec, catalog=catalog, room=cost.room)
     block = create_block(
-        spec=spec, status=status, pod_count=len(owned) + pending, cost=cost, fit=fit, now=now
+        spec=spec,
+        status=status,
+        pod_count=len(owned) + pending + len(waiting),
+        cost=cost,
+        fit=fit,
+        now=now,
+        unconfirmed=unconfirmed.describe(waiting, grace=spec.health.create_listing_grace)
+        if waiting
+        else None,
     )
     if block is not None:
         return CreatePlan(None, block)

@@ -67,6 +67,8 @@ class LoopState:
     proxy_url: str
     settings: MemberSettings
     held: frozenset[str] = frozenset()  # owned pods RunPod's answer did not read
+    # members RunPod created (201) and does not list yet (rpp/decide/unconfirmed.py)
+    awaiting: frozenset[str] = frozenset()
     unconfirmed: dict[str, str] = field(default_factory=dict)  # pod id -> intent action
     effects: list[Effect] = field(default_factory=list)
     log: list[Note] = field(default_factory=list)

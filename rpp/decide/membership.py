@@ -14,7 +14,8 @@ the pool owns that status does not know is adopted here, never created again:
   it passes its probes, like a new pod.
 
 Members RunPod no longer lists are not dropped here: their machines count the loops
-they are missing and leave (Gone) after two, unwiring their slot.
+they are missing and leave (Gone) after two, unwiring their slot; a pod RunPod created
+and does not list yet is waited for first (rpp/decide/unconfirmed.py).
 """
 
 from __future__ import annotations

@@ -43,6 +43,8 @@ from rpp.decide import (
     second_controller,
     steps,
     surge_first,
+    unconfirmed,
+    unlisted,
     unreadable,
 )
 from rpp.decide.conditions import Cond, Conditions
@@ -119,8 +121,11 @@ def decide(
             true=True,
             reason="RunPodUnavailable",
             message=f"RunPod's pod list could not be read ({obs.runpod_error}); the pool "
-            "judges and changes nothing until it can",
+            "creates, terminates and updates nothing until it can (a wired pod whose probes "
+            "fail hard still leaves nginx)",
         )
+        if status_unreadable is None:
+            unlisted.step(loop)
         return _finish(loop, generation=generation, desired=status.desired)
     known = {m.pod_id for m in status.members}
     loop.own(
@@ -146,6 +151,12 @@ def decide(
     loop.unconfirmed = settled.unconfirmed
     for line in settled.notes:
         loop.note(line)
+    conds.status, loop.awaiting = unconfirmed.sort_out(
+        conds.status,
+        listed=(p.id for p in obs.pods),
+        grace=spec.health.create_listing_grace,
+        now=now,
+    )
     if rebuilt is not None:
         rebuild.announce(loop, rebuilt)
         members = tuple(
@@ -260,6 +271,11 @@ def _drive_members(
     manage = loop.spec.mode is Mode.MANAGE
     wired = holders.total()
     for m in members:
+        if m.pod_id in loop.awaiting:
+            # RunPod created it and does not list it yet: not missing, not moved.
+            planned.append(m)
+            real.append(m)
+            continue
         if m.pod_id in loop.held:
             # RunPod's answer about this pod did not read: keep the record, move nothing.
             kept = refresh(m, loop.plain(m.pod_id, probe=True), loop.now)
@@ -323,7 +339,11 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
         observed_generation=generation,
         desired=desired,
         ready=sum(1 for m in members if m.phase == Phase.READY and m.slot is not None),
-        cost_per_hour=prices.billed(loop.owned),
+        cost_per_hour=round(
+            prices.billed(loop.owned)
+            + sum(p or 0.0 for p in unconfirmed.prices(unconfirmed.waiting_members(members))),
+            4,
+        ),
     )
     deleting = loop.obs.pool.deleting_since is not None
     conds.set_ready(mode=mode, deleting=deleting)

@@ -61,14 +61,20 @@ class PoolCost:
 
 
 def pool_cost(
-    spec: RunPodPoolSpec, pods: Iterable[RunPodPod], *, pending: int = 0, pending_price: float = 0
+    spec: RunPodPoolSpec,
+    pods: Iterable[RunPodPod],
+    *,
+    pending: int = 0,
+    pending_price: float = 0,
+    unlisted: Iterable[float | None] = (),
 ) -> PoolCost:
     """The pods' cost, unpriced ones at the estimate, plus `pending` creates written down
-    and not settled (they may have made a pod) at `pending_price` each."""
+    and not settled (they may have made a pod) at `pending_price` each, plus the prices
+    of pods RunPod created and does not list yet (`unlisted`; None: not priced)."""
     estimate = spec.limits.estimated_pod_cost_usd
     total, unpriced = 0.0, 0
-    for pod in pods:
-        price = known(pod.cost_per_hr)
+    for price in [*(pod.cost_per_hr for pod in pods), *unlisted]:
+        price = known(price)
         if price is None:
             unpriced += 1
             price = estimate

@@ -193,10 +193,14 @@ def roll(
     live = [m for m in planned if m.phase != Phase.GONE]
     updating = [m for m in live if _in_release(m, target)]
     rolling_back = [m for m in live if m.update is not None and m.update.rollback]
+    # A quarantined pod is out of nginx for now, not for good: it still runs its image.
     stale = [
         m
         for m in live
-        if m.phase == Phase.READY and m.slot is not None and m.image and m.image != target
+        if m.phase == Phase.READY
+        and (m.slot is not None or m.quarantine is not None)
+        and m.image
+        and m.image != target
     ]
     verdict = release.verdict
     serving = [

@@ -6,7 +6,8 @@ with the reason and the numbers behind it, so `kubectl get rpp -o yaml` says exa
 why a pool short of pods is not creating one.
 
 The caps hold in every mode and at every moment: they count every pool pod RunPod
-lists (whatever its phase) and every create written down but not settled, and the
+lists (whatever its phase), every pod RunPod created and does not list yet
+(rpp/decide/unconfirmed.py), and every create written down but not settled, and the
 cost cap adds the price of the pod about to be created (rpp/decide/prices.py), so a
 pool never exceeds limits.maxPods or limits.maxHourlyCostUsd.
 """
@@ -41,8 +42,12 @@ def create_block(
     cost: PoolCost,
     fit: Candidates,
     now: dt.datetime,
+    unconfirmed: str | None = None,
 ) -> Block | None:
-    """The first safeguard that blocks a create now, or None when a create may go."""
+    """The first safeguard that blocks a create now, or None when a create may go.
+
+    `unconfirmed` says which pod RunPod created and does not list yet, if one is
+    (rpp/decide/unconfirmed.py): no create goes out until it shows."""
     limits = spec.limits
     until = status.backoff.create_until
     if until is not None and now < until:
@@ -51,6 +56,8 @@ def create_block(
             f"the last create failed; creates wait until {to_rfc3339(until)} "
             f"({CREATE_BACKOFF.seconds // 60}m backoff)",
         )
+    if unconfirmed is not None:
+        return Block("CreateUnconfirmed", unconfirmed)
     if pod_count >= limits.max_pods:
         return Block(
             "MaxPodsReached",

@@ -175,6 +175,8 @@ def _create_blocked(loop: LoopState) -> str | None:
     """What keeps this loop's create from happening (its condition's words), if any."""
     for cond in (Cond.CREATE_BLOCKED, Cond.CAPACITY_UNAVAILABLE):
         found = loop.conds.status.condition(cond)
-        if found is not None and found.status == "True":
+        # A pod RunPod created and does not list yet blocks only for moments: no reason
+        # to terminate anything before its replacement can be created.
+        if found is not None and found.status == "True" and found.reason != "CreateUnconfirmed":
             return found.message
     return None

@@ -60,8 +60,11 @@ def next_to_replace(
 def link_created(
     status: PoolStatus, *, effect: CreatePod, pod: RunPodPod, now: dt.datetime
 ) -> PoolStatus:
-    """A created pod joins as Warming, paired with the member it replaces (moment 2)."""
-    record = new_member(pod, now=now, replacement_for=effect.replacement_for)
+    """A created pod joins as Warming, paired with the member it replaces (moment 2);
+    it waits for RunPod's listing to show it (rpp/decide/unconfirmed.py)."""
+    record = new_member(pod, now=now, replacement_for=effect.replacement_for).replace(
+        unconfirmed_since=now
+    )
     status = status.with_member(record)
     if effect.replacement_for and (old := status.member(effect.replacement_for)):
         status = status.with_member(old.replace(replaced_by=record.pod_id))

@@ -8,7 +8,9 @@ Guards are named methods that read only the record, the loop's `MemberSignals` a
 Nothing here does I/O or reads the clock. rpp/commands/diagrams.py renders this
 class into docs/diagrams/ and the README table, so the names below are what users see.
 
-Events: `observe` (once per loop, after `refresh`), and the pool's orders `drain`
+Events: `observe` (once per loop, after `refresh`), `observe_unlisted` (instead of
+`observe` in a loop whose RunPod listing could not be read: quarantine only), and the
+pool's orders `drain`
 (Ready -> Draining for an image update or a scale-down), `replacement_wired`
 (Flagged -> Draining), `retire` (Warming -> Terminating when the pool shrinks) and
 `delete` (every member on its way out: the pool is being deleted) and `let_go` (a
@@ -22,10 +24,12 @@ passes (a quiet loop then costs a few guard calls). The pool drives the machine 
 rpp/machines/member_step.py, which turns an order that moved nothing (sent to a member
 in the wrong phase, a bug in the pool) into a `ValueError`.
 
-Quarantine: a wired Ready member whose last 2 probes failed hard (no connection, or
-RunPod's proxy answering 502, 503 or "pod not found") leaves nginx at once (Ready ->
-Ready, `quarantine`), not after the Unreachable rule's duration, unless it is the last
-wired pod or the whole pool is degraded; it goes back into a free slot after 3 passing
+Quarantine: a wired Ready member whose last 2 probes failed hard (no connection, no
+answer within the probe timeout, or RunPod's proxy answering 404, 502 or 503) leaves
+nginx at once (Ready -> Ready, `quarantine`), not after the Unreachable rule's
+duration, unless it is the last wired pod or the whole pool is degraded, and also in a
+loop that could not read RunPod's listing (a Flagged member still serving is unwired for
+good the same way, `unwire_failing`); it goes back into a free slot after 3 passing
 probes (`release`). It stays Ready and counts toward the pool's size, so its
 replacement still waits for a rule's full duration (Ready -> Flagged), which ends the
 quarantine: from then on the replacement takes its place.
@@ -105,6 +109,9 @@ class MemberMachine(UpdateCallbacks, StateMachine):
             on="unwire_unreachable",
         )
         | flagged.to(
+            flagged, cond=["failing_hard", "wired"], unless="last_wired", on="unwire_failing"
+        )
+        | flagged.to(
             terminating, cond=["serves_nothing", "surge_overdue"], on="terminate_unserved"
         )
         | draining.to(updating, cond=["drain_elapsed", "rollback_planned"], on="send_rollback")
@@ -127,6 +134,17 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         | terminating.to(terminating, cond="terminate_unconfirmed", on="retry_terminate")
         | terminating.to(terminating, cond=["listed", "terminate_failed"], on="retry_terminate")
         | terminating.to(terminating, cond="terminate_retry_due", on="retry_terminate")
+    )
+    # A loop whose RunPod listing could not be read (NotActing, RunPodUnavailable): no
+    # lifecycle move without RunPod's word, but quarantine needs none and is safe to
+    # repeat, so a dead or hung pod still leaves nginx (rpp/decide/unlisted.py).
+    observe_unlisted = ready.to(
+        ready,
+        cond=["failing_hard", "wired"],
+        unless=["last_wired", "pool_wide"],
+        on="quarantine",
+    ) | flagged.to(
+        flagged, cond=["failing_hard", "wired"], unless="last_wired", on="unwire_failing"
     )
     drain = ready.to(draining, validators="valid_drain_order", on="start_drain")
     replacement_wired = flagged.to(draining, on="drain_replaced")
@@ -277,7 +295,7 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         return signals.pool_wide
 
     def failing_hard(self, signals: MemberSignals) -> bool:
-        """its last 2 probes failed hard (no connection; RunPod's 502, 503 or pod not found)"""
+        """its last 2 probes failed hard (no answer, or none in time; RunPod's 404, 502, 503)"""
         return self.view.current.hard_failures >= signals.settings.hard_failures_to_quarantine
 
     def quarantined(self) -> bool:
@@ -404,6 +422,24 @@ class MemberMachine(UpdateCallbacks, StateMachine):
     def unwire_unreachable(self) -> None:
         """Unwire"""
         self._unwire("unreachable")
+
+    def unwire_failing(self) -> None:
+        """Unwire; Event FlaggedPodUnwired
+
+        A flagged pod serves until its replacement does, but not once its probes fail
+        hard: it would only fail or hold the requests nginx sends it.
+        """
+        record = self.view.current
+        probe = record.last_probe
+        reason = (probe.error if probe else None) or "probes failed hard"
+        self._unwire("its probes failed hard")
+        self._event(
+            "Warning",
+            "FlaggedPodUnwired",
+            f"pod {record.pod_id} ({record.name}) is out of nginx: its last "
+            f"{record.hard_failures} probes failed hard ({reason}); its replacement takes "
+            "its place",
+        )
 
     def start_drain(self, reason: str, image: str | None) -> None:
         """Unwire"""

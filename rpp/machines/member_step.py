@@ -2,7 +2,8 @@
 
 The pool never builds a `MemberMachine` itself. Once per loop it calls `observe` for
 every member (which folds the loop's facts into the record with `refresh`, then sends
-the machine's `observe` event), and it may then send its own orders with `drain` and
+the machine's `observe` event; `observe_unlisted` when RunPod's listing could not be
+read), and it may then send its own orders with `drain` and
 `replacement_wired`. Each returns a `MemberStep`: the new frozen record, the effects to
 carry out, and the moves taken (for history). New pods get their record from
 `new_member`. Decide code: pure functions of (record, signals, now).
@@ -36,6 +37,9 @@ class MemberStep:
         return self.record.phase == Phase.GONE
 
 
+# The events a quiet loop sends: taking no transition is their usual outcome, not a bug.
+_OBSERVING = frozenset({"observe", "observe_unlisted"})
+
 # One machine per thread, rehydrated for each member: decide runs synchronously, and
 # building a machine (callback resolution) costs ~7x more than driving one.
 _machines = threading.local()
@@ -63,7 +67,7 @@ def _run(
     machine = _machine(record)
     # Every event gets the same kwargs, so no callback ever misses one it names.
     kwargs: dict[str, Any] = {"signals": signals, "now": now, "reason": reason, "image": image}
-    if event == "observe" and not machine.may_move(event, **kwargs):
+    if event in _OBSERVING and not machine.may_move(event, **kwargs):
         # No transition's guards pass: sending would change nothing (a quiet loop).
         return MemberStep(record=record, effects=(), moves=())
     try:
@@ -72,7 +76,7 @@ def _run(
         _machines.machine = None  # never reuse an engine that raised mid-event
         raise
     view = machine.view
-    if event != "observe" and not view.moves:
+    if event not in _OBSERVING and not view.moves:
         # The pool's orders have no guards: one that moved nothing was sent to a member
         # in a phase it does not leave from, which is a bug in the pool.
         raise ValueError(
@@ -86,6 +90,20 @@ def _run(
 def observe(record: MemberRecord, *, signals: MemberSignals, now: dt.datetime) -> MemberStep:
     """One loop for one member: fold in this loop's facts, then let the machine decide."""
     return _run(refresh(record, signals, now), "observe", signals=signals, now=now)
+
+
+def observe_unlisted(
+    record: MemberRecord, *, signals: MemberSignals, now: dt.datetime
+) -> MemberStep:
+    """One loop whose RunPod listing could not be read: fold in the probe only (no
+    missing listing is counted, no RunPod field read), then let the machine quarantine
+    a wired member whose probes fail hard, the one move that needs no word from RunPod."""
+    return _run(
+        refresh(record, signals, now, listing=False),
+        "observe_unlisted",
+        signals=signals,
+        now=now,
+    )
 
 
 def drain(

@@ -11,7 +11,8 @@ only reads their verdict. Its guards read only these signals, the member record 
 before the machine decides anything: the probe pass streak, the probes in a row that
 failed hard (quarantine), the health rules' breach starts, the loops in a row RunPod
 did not list the pod, and the fields RunPod reports (image, cost, datacenter), unless
-RunPod's answer for the pod did not read.
+RunPod's answer for the pod did not read, or its whole listing did not (`listing=False`:
+only the probe is folded in).
 Each call is one loop: the driver (rpp/machines/member_step.py `observe`) calls it
 once before the machine runs.
 """
@@ -113,15 +114,23 @@ class MemberSignals(NamedTuple):
         return self.pod is not None
 
 
-def refresh(record: MemberRecord, signals: MemberSignals, now: dt.datetime) -> MemberRecord:
-    """The record with this loop's facts folded in (no phase change, no effects)."""
+def refresh(
+    record: MemberRecord, signals: MemberSignals, now: dt.datetime, *, listing: bool = True
+) -> MemberRecord:
+    """The record with this loop's facts folded in (no phase change, no effects).
+
+    `listing=False`: RunPod's listing could not be read this loop, so `signals.pod` is
+    no news: the missing loops and the fields RunPod reports stay as they were.
+    """
     # What this loop counted: whole numbers from the record's own, and a probe record
     # built (so validated) right here. Neither needs validating again.
     counted: dict[str, object] = {}
     # What RunPod and the health rules report: usually the record's values already.
     reported: dict[str, object] = {}
     pod = signals.pod
-    if pod is None:
+    if not listing:
+        pass
+    elif pod is None:
         counted["missing_loops"] = record.missing_loops + 1
     elif pod.unreadable is not None:
         counted["missing_loops"] = 0  # listed, but what RunPod said of it does not read
@@ -138,7 +147,8 @@ def refresh(record: MemberRecord, signals: MemberSignals, now: dt.datetime) -> M
             record, passed=probe.passed, process_start=probe.process_start
         )
         counted["pass_streak"] = record.pass_streak + 1 if counts else 0
-        counted["hard_failures"] = record.hard_failures + 1 if probe.hard_failure else 0
+        hard = probe.hard_failures
+        counted["hard_failures"] = record.hard_failures + hard if hard else 0
         counted["last_probe"] = ProbeRecord(
             at=stamp(now),
             passed=probe.passed,

@@ -116,7 +116,7 @@ class MemberRecord(StatusModel):
     created_at: Timestamp | None = None
     last_probe: ProbeRecord | None = None
     pass_streak: Whole = 0
-    # probes in a row that failed hard (no connection, 502, 503, pod not found); 0 is left out
+    # probes in a row that failed hard (no answer, a timeout, 404, 502, 503); 0 is left out
     hard_failures: Whole = Field(default=0, exclude_if=lambda count: count == 0)
     quarantine: Quarantine | None = None  # out of nginx since its probes failed hard
     # rule -> breach start; an empty map is left out of storage
@@ -133,6 +133,9 @@ class MemberRecord(StatusModel):
     terminate_error: str | None = None  # RunPod's words when the last terminate failed
     missing_loops: Whole = 0  # loops in a row RunPod did not list the pod
     adopted: StrictBool = False
+    # when RunPod answered 201 for this pod, while its pod list does not show it yet
+    # (rpp/decide/unconfirmed.py); left out once it is listed
+    unconfirmed_since: Timestamp | None = Field(default=None, exclude_if=lambda t: t is None)
 
     @property
     def wired(self) -> bool:

@@ -95,9 +95,11 @@ class ProbeResult:
     path answered 200 and the metrics path answered 200 (and carried the required
     metric, when the pool names one). `error` is a short human text and never contains
     the metrics token. Latencies are seconds; None when that request did not complete.
-    `hard_failure` is True when a request failed the way only a broken pod does: no
-    connection, or RunPod's proxy answering 502, 503 or "pod not found" (a slow or
-    wrong answer is no hard failure); two in a row quarantine a wired pod.
+    `hard_failures` counts the probes in a row of this loop that failed the way a dead,
+    hung or deleted pod does: no connection, no answer within the probe timeout, or
+    RunPod's proxy answering 404, 502 or 503 (a slow or wrong answer is no hard
+    failure). It is 2 when a wired pod's hard failure was probed again at once and
+    failed hard again (rpp/observe/prober.py); two in a row quarantine a wired pod.
     """
 
     passed: bool
@@ -107,7 +109,11 @@ class ProbeResult:
     metrics_latency_s: float | None
     error: str | None = None
     process_start: float | None = None  # epoch seconds, read from the pod's own metrics
-    hard_failure: bool = False
+    hard_failures: int = 0
+
+    @property
+    def hard_failure(self) -> bool:
+        return self.hard_failures > 0
 
 
 @dataclass(frozen=True)

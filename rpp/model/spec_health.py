@@ -87,6 +87,10 @@ class ReplaceWhen(Section):
 class Health(Section):
     warmup_timeout: Duration = 900.0
     """A new pod not passing 3 probes in a row by then is terminated."""
+    create_listing_grace: Duration = 300.0
+    """How long a pod RunPod answered 201 for may be missing from RunPod's pod list: until
+    it is listed or this passes, it counts against limits.maxPods, the cost cap and the
+    hour's creates, covers its need, and no other create goes out."""
     replace_when: ReplaceWhen = Field(default_factory=ReplaceWhen)
     """When a pod is flagged for replacement."""
 

@@ -4,9 +4,10 @@ Part of observe. For each pod the prober asks its health path (200 passes) and i
 metrics path (200 passes, with the metrics token as a query parameter, and the pool's
 required metric present) and records the verdict, both latencies, a short error text and
 the process start time read from the metrics page, and whether it failed hard (no
-connection, or RunPod's proxy answering 502, 503 or "pod not found"). decide turns those
-into the warm-up streak, the Unreachable and SlowScrape rules, quarantine and restart
-detection.
+connection, no answer within the timeout, or RunPod's proxy answering 404, 502 or 503).
+A wired pod's hard failure is probed again CONFIRM_AFTER_S later, in the same loop, so
+its two hard failures in a row (quarantine) take one loop. decide turns those into the
+warm-up streak, the Unreachable and SlowScrape rules, quarantine and restart detection.
 
 Time: latencies are measured on the running event loop's clock and timeouts are
 enforced with `asyncio.timeout`, so the simulator's virtual-time loop runs the same code
@@ -36,6 +37,7 @@ local proxy emulation in tests, RUNPOD_PROXY_URL in a deployment).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -106,11 +108,22 @@ class ProbeTarget:
     # Parsing the metrics page costs about 1 ms; only restart detection (a pod in an
     # in-place update) and requireMetric need it.
     read_process_start: bool = True
+    # A wired pod: nginx sends it requests, so a hard failure is probed again at once
+    # (CONFIRM_AFTER_S later) and two in a row take one loop, not two.
+    confirm: bool = False
 
 
-# RunPod's proxy answers these when the pod behind it is down or being replaced; an app
-# would not answer them to a health probe.
-_HARD_STATUSES = frozenset({502, 503})
+CONFIRM_AFTER_S = 5.0
+"""The pause before a wired pod's hard failure is probed again: past a blip of the
+network, and short enough that a dead pod leaves nginx within 60 s of dying at the
+default 30 s interval (the probe that sees it starts within 30 s; a hung pod's two
+probes then take two timeouts and this pause)."""
+
+# RunPod's proxy answers these when the pod behind it is down, gone (404: terminated in
+# the console, or nothing listens on the port) or being replaced. An app's own 404 on a
+# wrong probe path fails every pod alike, which PoolWideDegradation and "never the last
+# wired pod" keep from emptying nginx; no app answers a health probe with the others.
+_HARD_STATUSES = frozenset({404, 502, 503})
 
 
 @dataclass(frozen=True)
@@ -120,7 +133,7 @@ class _Answer:
     error: str | None = None
     body: bytes = b""
     deadline: float = 0.0  # the request's start + its timeout, on the loop's clock
-    hard: bool = False  # no connection, 502/503, or RunPod's "pod not found"
+    hard: bool = False  # no connection, no answer in time, or a 404, 502 or 503
 
 
 def _pod_not_found(status: int, body: bytes, pod_id: str) -> bool:
@@ -167,6 +180,16 @@ class Prober:
         return {t.pod_id: r for t, r in zip(targets, results, strict=True)}
 
     async def probe_one(self, target: ProbeTarget) -> ProbeResult:
+        first = await self._probe_once(target)
+        if not (target.confirm and first.hard_failure):
+            return first
+        await asyncio.sleep(CONFIRM_AFTER_S)
+        again = await self._probe_once(target)
+        # Failed hard twice in a row: two probes' worth. Anything else (a blip that
+        # passed, a soft failure) is what the pod says now.
+        return dataclasses.replace(again, hard_failures=2) if again.hard_failure else again
+
+    async def _probe_once(self, target: ProbeTarget) -> ProbeResult:
         async with self._semaphore():
             health, metrics = await asyncio.gather(
                 self._get(target, target.settings.health_path, with_token=False),
@@ -203,7 +226,9 @@ class Prober:
             async with asyncio.timeout(timeout_s):
                 answer = await self._client.get(request, limit=limit)
         except TimeoutError:
-            return _Answer(False, None, f"timed out after {timeout_s:g}s")
+            # A hung pod: nginx's requests to it wait for RunPod's CDN (100 s), so its
+            # timeouts count as hard as a dead pod's 502s.
+            return _Answer(False, None, f"timed out after {timeout_s:g}s", hard=True)
         except PodUnreachable as error:
             reason = _redact(str(error), target.metrics_token) or "no detail"
             return _Answer(False, None, f"connection failed ({reason})", hard=True)
@@ -264,7 +289,7 @@ async def _verdict(target: ProbeTarget, health: _Answer, metrics: _Answer) -> Pr
         metrics_latency_s=metrics.latency_s,
         error=error_text,
         process_start=process_start,
-        hard_failure=health.hard or metrics.hard,
+        hard_failures=1 if health.hard or metrics.hard else 0,
     )
 
 

@@ -21,6 +21,10 @@ What it models, and what it leaves out on purpose:
   a bad release and watch the pool release it.
 - Pod ids like RunPod's (14 lowercase alphanumerics), from a seeded generator, so a
   simulator run is reproducible.
+- A listing lag (`listing_lag`, a scenario's `cloud.listingLag`, or a `ListingLag`
+  fault on one create): a created pod answers 201 with its id at once, but the pod
+  list, GET /pods/{id} and the notice query show it only that many seconds later. It
+  bills, boots and serves through the proxy meanwhile.
 
 Each pod may get a `PodServer` (the fake inference service) from a factory; the proxy
 sends that pod's traffic to it while the pod is RUNNING.
@@ -100,6 +104,8 @@ class FakeCloud:
         self.balance: float | None = None  # None: unlimited; <= 0: creates get 402
         self.rate_limit_per_minute = rate_limit_per_minute
         self.quota = MinuteQuota(rate_limit_per_minute) if rate_limit_per_minute else None
+        self.listing_lag = 0.0  # seconds between a create's 201 and its pod being listed
+        self.next_listing_lag: float | None = None  # for the next create only (a fault)
         self.faults = FaultQueue()
         self.calls: list[Call] = []
         self.stock: dict[tuple[str, str, str], StockEntry] = {}
@@ -184,6 +190,21 @@ class FakeCloud:
             raise CloudError(404, f"Pod {pod_id} not found.", title="Not Found")
         return pod
 
+    def listed(self, pod: FakePod) -> bool:
+        """RunPod's reads show the pod now (its listing lag, if any, is over)."""
+        return pod.listed_from is None or self.clock.now() >= pod.listed_from
+
+    def listed_pods(self) -> list[FakePod]:
+        """The pods RunPod's list shows now: every pod but those still in their lag."""
+        return [p for p in self.pods.values() if self.listed(p)]
+
+    def get_listed(self, pod_id: str) -> FakePod:
+        """GET /pods/{id}: 404 for a pod in its listing lag, as for one that is gone."""
+        pod = self.get(pod_id)
+        if not self.listed(pod):
+            raise CloudError(404, f"Pod {pod_id} not found.", title="Not Found")
+        return pod
+
     def create_pod(self, body: Mapping[str, Any]) -> FakePod:
         """Place a pod for a create body that passed contract checks (see cloud_requests)."""
         self.tick()
@@ -214,7 +235,9 @@ class FakeCloud:
         entry = self.stock[key]
         entry.count -= count
         env = {**template.get("env", {}), **body.get("env", {})}
-        return self._place(
+        lag = self.listing_lag if self.next_listing_lag is None else self.next_listing_lag
+        self.next_listing_lag = None
+        pod = self._place(
             name=body["name"],
             image=body.get("image") or template.get("image", ""),
             env=env,
@@ -226,6 +249,9 @@ class FakeCloud:
             cost_per_hr=round(entry.cost_per_hr * count, 4),
             disk=int(body.get("disk", 20)),
         )
+        if lag > 0:
+            pod.listed_from = self.clock.now() + dt.timedelta(seconds=lag)
+        return pod
 
     def add_pod(
         self,

@@ -28,6 +28,7 @@ from rpp.sim.faults import (
     EchoingRefusal,
     ExtraPods,
     Fault,
+    ListingLag,
     MalformedJson,
     OddFields,
     RateLimited,
@@ -112,7 +113,7 @@ def _list_datacenters(cloud: FakeCloud, request: io.Request, _: Mapping[str, str
 
 def _pods(cloud: FakeCloud, request: io.Request, _: Mapping[str, str]) -> Answer:
     if request.method == "GET":
-        return 200, {"pods": [render.pod_json(cloud, p) for p in cloud.pods.values()]}
+        return 200, {"pods": [render.pod_json(cloud, p) for p in cloud.listed_pods()]}
     pod = cloud.create_pod(check_create(_json_body(request)))
     return 201, render.pod_json(cloud, pod)
 
@@ -120,7 +121,7 @@ def _pods(cloud: FakeCloud, request: io.Request, _: Mapping[str, str]) -> Answer
 def _pod(cloud: FakeCloud, request: io.Request, params: Mapping[str, str]) -> Answer:
     pod_id = params["id"]
     if request.method == "GET":
-        return 200, render.pod_json(cloud, cloud.get(pod_id))
+        return 200, render.pod_json(cloud, cloud.get_listed(pod_id))
     if request.method == "PATCH":
         pod = cloud.update_pod(pod_id, check_update(_json_body(request)))
         return 200, render.pod_json(cloud, pod)
@@ -139,7 +140,7 @@ def _graphql(cloud: FakeCloud, request: io.Request, _: Mapping[str, str]) -> Ans
     if not isinstance(query, str):
         return 400, {"errors": [{"message": "Must provide query string."}]}
     if all(word in query for word in ("myself", "pods", "machine")):
-        return 200, render.notices_json(cloud.pods.values())
+        return 200, render.notices_json(cloud.listed_pods())
     return 200, {"errors": [{"message": "This fake answers only the machine-notice query."}]}
 
 
@@ -267,6 +268,11 @@ class CloudApi:
                 send, fault.status, title=fault.title, detail=echo_detail(request), headers=headers
             )
             return
+        if isinstance(fault, ListingLag):
+            # Not an error: the create answers as usual, and its pod lists late.
+            if operation == "createPod":
+                cloud.next_listing_lag = float(fault.seconds)
+            fault = None
         replaced = fault is not None and not fault.takes_effect
         if replaced and fault and await self._fault_instead(fault, receive, send, headers):
             return

@@ -127,6 +127,8 @@ class FakePod:
     error: bool = False
     server: PodServer | None = None
     notice: MachineNotice = field(default_factory=MachineNotice)
+    # RunPod's list and GET show the pod from then on (cloud.listingLag); None: at once
+    listed_from: dt.datetime | None = None
 
 
 class Call(NamedTuple):

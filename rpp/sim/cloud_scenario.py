@@ -9,6 +9,7 @@ reported with its path in the file and what to write instead, never as a traceba
       provisioningTime: 20s        # of which PROVISIONING (default: a quarter)
       balance: 25.0                # omit for unlimited; 0 makes every create 402
       rateLimitPerMinute: 600      # omit: no quota, no RateLimit headers
+      listingLag: 90s              # a created pod is listed (and GET finds it) 90 s late
       stock:
         - {datacenter: EU-RO-1, gpuType: NVIDIA GeForce RTX 4090, cloud: SECURE,
            count: 4, costPerHr: 0.69}
@@ -90,6 +91,7 @@ class ExistingPod:
 class CloudScenario:
     boot_time: float = 60.0
     provisioning_time: float | None = None
+    listing_lag: float = 0.0  # seconds from a create's 201 to its pod being listed
     seed: int = 0
     balance: float | None = None
     rate_limit_per_minute: int | None = None
@@ -174,7 +176,7 @@ class _Reader:
 
 def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
     """The `cloud:` mapping of a scenario -> CloudScenario, or ScenarioError."""
-    known = ("seed", "bootTime", "provisioningTime", "balance", "rateLimitPerMinute")
+    known = ("seed", "bootTime", "provisioningTime", "balance", "rateLimitPerMinute", "listingLag")
     top = _Reader(data, path, (*known, "stock", "templates", "existing", "images", "faults"))
     stock = []
     for i, item in enumerate(top.items("stock")):
@@ -239,6 +241,7 @@ def parse_cloud_section(data: Any, *, path: str = "cloud") -> CloudScenario:
         images=_images(data.get("images", {}), f"{path}.images"),
         faults=faults,
         boot_time=top.duration("bootTime") if "bootTime" in data else 60.0,
+        listing_lag=top.duration("listingLag") if "listingLag" in data else 0.0,
         provisioning_time=top.duration("provisioningTime") if "provisioningTime" in data else None,
         seed=top.number("seed", integer=True) if "seed" in data else 0,
         balance=float(top.number("balance")) if "balance" in data else None,
@@ -331,6 +334,7 @@ def build_cloud(
         rate_limit_per_minute=scenario.rate_limit_per_minute,
     )
     cloud.balance = scenario.balance
+    cloud.listing_lag = scenario.listing_lag
     cloud.images = dict(scenario.images)
     for s in scenario.stock:
         cloud.set_stock(s.datacenter, s.gpu_type, s.cloud, s.count, s.cost_per_hr)

@@ -10,6 +10,7 @@ RunPod operation. A test (or a simulator scenario, or `POST /_fake/faults` on a 
     cloud.faults.next("createPod", CreatedButFailed())   # the pod IS made, then 500
     cloud.faults.next("listPods", OddFields(set={"gpu.count": "two"}))
     cloud.faults.next("updatePod", EchoingRefusal())     # RunPod quotes the env back
+    cloud.faults.next("createPod", ListingLag(seconds=90))  # 201, listed 90 s later
 
 Hostile answers (issue 15) are faults too: `RawAnswer` sends any bytes (a body that is
 not JSON, `{"errors": 5}`, a 50 MB listing, a 100,000-deep nesting, a 5 MB detail),
@@ -264,6 +265,29 @@ class EchoingRefusal(Fault):
     title: str = "Bad Request"
 
 
+@dataclass(frozen=True)
+class ListingLag(Fault):
+    """A create answers 201 as usual, but its pod shows in RunPod's list and GET only
+    `seconds` later (the cloud's listingLag, for one create). On any other operation it
+    changes nothing."""
+
+    kind: ClassVar[str] = "ListingLag"
+    seconds: float = 90.0
+
+    def __post_init__(self) -> None:
+        seconds = self.seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise FaultError(f"ListingLag.seconds: expected a number of seconds, got {seconds!r}")
+        if not 0 <= seconds <= 86400:
+            raise FaultError(
+                f"ListingLag.seconds: {seconds!r} is not between 0 and 86400 (one day)"
+            )
+
+    @property
+    def takes_effect(self) -> bool:
+        return True
+
+
 def NoCapacity() -> Refuse:
     """RunPod's 400 for a create it cannot place, with RunPod's wording."""
     return Refuse(status=400, detail=NO_CAPACITY_DETAIL, title="Bad Request")
@@ -283,6 +307,7 @@ _KINDS: dict[str, type[Fault]] = {
         OddFields,
         ExtraPods,
         EchoingRefusal,
+        ListingLag,
     )
 }
 

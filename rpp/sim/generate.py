@@ -18,6 +18,10 @@ What a scenario holds, each drawn from its own generator:
   changes (size, image, pause); load swings with autoscaling;
 - faults: RunPod calls failing at random (`cloud.faults`) and scripted bursts on one
   operation, status writes lost to conflicts or another writer;
+- a listing lag: RunPod listing created pods 30 s to 2.5 min after their 201, for the
+  whole run (`cloud.listingLag`) or for a few creates from a chosen time (`ListingLag`
+  faults); drawn from a generator of its own, so the rest of a scenario is the one an
+  earlier soak drew for its seed and index;
 - controller crashes at every kind of point (before and after each RunPod operation,
   the status write and the slots write, between two effects, or anywhere), cycled
   over the soak so every kind is hit;
@@ -52,6 +56,8 @@ CRASH_POINTS: tuple[Any, ...] = (
     *EVERY_POINT,
     None,  # killed at the event's time, wherever the process is
 )
+LISTING_LAGS = (30, 65, 90, 150)
+"""Seconds from a create's 201 to its pod in RunPod's list: the lags issue 25 measured."""
 SETTLE_S = 45 * 60.0
 """Quiet time at the end: enough for a replacement to be created, warm and drain."""
 
@@ -70,6 +76,7 @@ def generate(seed: int, index: int, *, duration: float | None = None) -> dict[st
     pool = gen.pool()
     cloud = gen.cloud(pool)
     events = gen.events(pool)
+    _listing_lag(random.Random(f"soak:{seed}:{index}:listing-lag"), cloud, events, active)
     return {
         "description": f"soak scenario {index} of seed {seed}",
         "duration": f"{total:g}s",
@@ -78,6 +85,24 @@ def generate(seed: int, index: int, *, duration: float | None = None) -> dict[st
         "cloud": cloud,
         "events": events,
     }
+
+
+def _listing_lag(
+    rng: random.Random, cloud: dict[str, Any], events: list[dict[str, Any]], active: float
+) -> None:
+    """RunPod lists created pods late: for the whole run, or for some creates from a time."""
+    if rng.random() < 0.25:
+        cloud["listingLag"] = f"{rng.choice(LISTING_LAGS)}s"
+    if rng.random() < 0.25:
+        events.append(
+            {
+                "at": f"{rng.uniform(300.0, active):.0f}s",
+                "do": "fault",
+                "operation": "createPod",
+                "kind": {"kind": "ListingLag", "seconds": rng.choice(LISTING_LAGS)},
+                "times": rng.randint(1, 3),
+            }
+        )
 
 
 class _Generator:

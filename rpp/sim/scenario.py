@@ -38,7 +38,7 @@ from rpp.sim.cloud_scenario import (
 )
 from rpp.sim.crash_points import KUBE_WRITES, STATUS_WRITE, CrashPoint, PointError, parse_point
 from rpp.sim.crossings import KUBE_FAULT_KINDS, KubeFault
-from rpp.sim.faults import Fault, FaultError, check_operation, fault_from_dict
+from rpp.sim.faults import Fault, FaultError, ListingLag, check_operation, fault_from_dict
 from rpp.sim.kube_memory import merge_patch
 
 DEFAULT_DURATION_S = 3600.0
@@ -305,6 +305,11 @@ def _fault(item: Mapping[str, Any], path: str) -> dict[str, Any]:
         raise ScenarioError(
             text if text.startswith(path) else f"{path}.operation: {text}"
         ) from None
+    if isinstance(fault, ListingLag) and operation != "createPod":
+        raise ScenarioError(
+            f"{path}.operation: ListingLag delays the listing of created pods; "
+            "use operation: createPod"
+        )
     return {"operation": operation, "fault": fault, "times": times}
 
 

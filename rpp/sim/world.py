@@ -218,6 +218,7 @@ class World:
     def _build_cloud(self, scenario: CloudScenario) -> None:
         """The scenario's starting cloud (as rpp.sim.cloud_scenario.build_cloud does)."""
         self.cloud.balance = scenario.balance
+        self.cloud.listing_lag = scenario.listing_lag
         self.cloud.images = dict(scenario.images)
         for s in scenario.stock:
             self.cloud.set_stock(s.datacenter, s.gpu_type, s.cloud, s.count, s.cost_per_hr)

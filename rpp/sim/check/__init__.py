@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from rpp.sim.check.caps import Caps
 from rpp.sim.check.checker import Checker, Violation
+from rpp.sim.check.dead_wired import DeadWired
 from rpp.sim.check.ending import Ending
 from rpp.sim.check.hands import HandsOff
 from rpp.sim.check.needs import OnePodPerNeed
 from rpp.sim.check.serving import Serving
+from rpp.sim.check.unconfirmed import NoCreateWhileUnconfirmed
 from rpp.sim.world import World
 
 __all__ = ["Checker", "Violation", "check"]
@@ -15,4 +17,13 @@ __all__ = ["Checker", "Violation", "check"]
 
 def check(world: World, pool: str) -> Checker:
     """A checker with every invariant group, watching `pool` in `world` from now on."""
-    return Checker(world, pool, groups=(Caps(), OnePodPerNeed(), HandsOff(), Serving(), Ending()))
+    groups = (
+        Caps(),
+        OnePodPerNeed(),
+        NoCreateWhileUnconfirmed(),
+        HandsOff(),
+        Serving(),
+        DeadWired(),
+        Ending(),
+    )
+    return Checker(world, pool, groups=groups)

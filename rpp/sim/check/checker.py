@@ -14,10 +14,14 @@ The invariants, one group per module:
   creates in any hour <= maxCreatesPerHour (checked at each create);
 - `needs.py`: no create while the pods that serve or will serve meet desired: no second
   create for one need, no replacement the pool does not need;
+- `unconfirmed.py`: no create while a pod the pool created (its 201 read and kept in
+  status) is not listed by RunPod yet, within health.createListingGrace;
 - `hands.py`: no pod the pool does not own is deleted, updated or created;
 - `serving.py`: never 0 wired beyond one loop while a healthy Ready pod exists; no slot
   on a pod RunPod no longer lists beyond 2 loops; no flagged pod that serves nothing
   kept past its rule's duration plus one create-and-warm time;
+- `dead_wired.py`: no dead, hung or deleted pod in nginx more than 60 s after the first
+  loop that could see it (but the last pod in nginx, or all of them down at once);
 - `ending.py`: no leaked pods at the end; convergence to desired when stock and caps
   allow.
 
