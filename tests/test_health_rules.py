@@ -14,6 +14,7 @@ from rpp.decide.health import (
     HealthThresholds,
     MemberHealth,
     MemberObservation,
+    PoolHealth,
     Rule,
     RuleThresholds,
     judge_member,
@@ -293,19 +294,87 @@ def test_a_single_degraded_pod_is_replaced_not_pool_wide() -> None:
     assert pool.members["a"].flagged == ("Unreachable",)
 
 
-def test_every_ready_pod_degraded_is_pool_wide_and_names_the_rules() -> None:
+def test_every_ready_pod_degraded_alike_and_together_is_pool_wide_and_names_the_rule() -> None:
     pool = judge_pool(
         thresholds=DEFAULTS,
-        observations=pool_of(a=seen(passed=False), b=seen(error_ratio=0.5), c=seen(passed=False)),
-        breaches={"a": {Rule.UNREACHABLE: T0}, "c": {Rule.UNREACHABLE: T0}},
+        observations=pool_of(
+            a=seen(passed=False), b=seen(passed=False, error_ratio=0.5), c=seen(passed=False)
+        ),
+        breaches={"a": {Rule.UNREACHABLE: T0}, "b": {Rule.UNREACHABLE: at(30)}},
         ready=["a", "b", "c"],
-        now=at(600),
+        now=at(60),
     )
     assert pool.pool_wide
-    assert pool.pool_wide_rules == ("Unreachable", "ErrorRate")
+    assert pool.pool_wide_rules == ("Unreachable",)  # ErrorRate is b's alone
     assert pool.message is not None
     assert "all 3 Ready pods" in pool.message
-    assert pool.members["a"].flagged == ("Unreachable",)  # still judged, just not acted on
+    assert pool.members["a"].flagged == ()
+    assert pool.released is None
+
+
+def test_different_rules_are_independent_failures_not_pool_wide() -> None:
+    pool = judge_pool(
+        thresholds=DEFAULTS,
+        observations=pool_of(a=seen(passed=False), b=seen(error_ratio=0.3)),
+        breaches={"a": {Rule.UNREACHABLE: T0}, "b": {Rule.ERROR_RATE: T0}},
+        ready=["a", "b"],
+        now=at(120),
+    )
+    assert not pool.pool_wide
+    assert pool.members["a"].flagged == ("Unreachable",)
+
+
+def test_the_same_rule_minutes_apart_is_not_pool_wide() -> None:
+    pool = judge_pool(
+        thresholds=DEFAULTS,
+        observations=pool_of(a=seen(passed=False), b=seen(passed=False)),
+        breaches={"a": {Rule.UNREACHABLE: T0}, "b": {Rule.UNREACHABLE: at(180)}},
+        ready=["a", "b"],
+        now=at(300),
+    )
+    assert not pool.pool_wide
+    assert pool.members["a"].flagged == ("Unreachable",)
+
+
+def test_a_pod_runpod_reports_exited_is_never_held_pool_wide() -> None:
+    pool = judge_pool(
+        thresholds=DEFAULTS,
+        observations=pool_of(a=seen(passed=False), b=seen(passed=False)),
+        breaches={"a": {Rule.UNREACHABLE: T0}, "b": {Rule.UNREACHABLE: T0}},
+        ready=["a", "b"],
+        now=at(120),
+        exited=["b"],
+    )
+    assert not pool.pool_wide
+
+
+def test_the_hold_ends_after_pool_wide_hold_by_releasing_the_worst_pod() -> None:
+    def judged(now: dt.datetime) -> PoolHealth:
+        return judge_pool(
+            thresholds=DEFAULTS,
+            observations=pool_of(
+                a=seen(passed=False), b=seen(passed=False, error_ratio=0.9), c=seen(passed=False)
+            ),
+            breaches={
+                "a": {Rule.UNREACHABLE: T0},
+                "b": {Rule.UNREACHABLE: T0, Rule.ERROR_RATE: T0},
+                "c": {Rule.UNREACHABLE: T0},
+            },
+            ready=["a", "b", "c"],
+            now=now,
+            hold_s=1800.0,
+        )
+
+    held = judged(at(1799))
+    assert held.released is None
+    assert held.blocks_replacement
+    assert all(held.holds(p) for p in "abc")
+    over = judged(at(1800))
+    assert over.pool_wide
+    assert over.released == "b"  # two rules due, the others one: the worst
+    assert [p for p in "abc" if over.holds(p)] == ["a", "c"]
+    assert not over.blocks_replacement
+    assert "health.poolWideHold" in (over.message or "")
 
 
 def test_one_healthy_ready_pod_keeps_it_from_being_pool_wide() -> None:

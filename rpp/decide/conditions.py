@@ -54,10 +54,11 @@ _BLOCKING = (Cond.INVALID_SPEC.value, Cond.NOT_ACTING.value)
 
 def readiness(status: PoolStatus, *, mode: Mode, deleting: bool) -> tuple[bool, str, str]:
     """Ready, its reason and message (docs/operating.md#ready): the pool is not being
-    deleted, no InvalidSpec or NotActing holds, and in Manage at least `desired` members
-    are Ready and in nginx. DryRun and Observe create no pods, so there it means the
-    controller plans or observes the pool without trouble. ReconcileFailed (raised
-    outside decide, rpp/controller/reconcile_failed.py) makes it False too."""
+    deleted, no InvalidSpec or NotActing holds, and in Manage no PoolWideDegradation holds
+    and at least `desired` members are Ready and in nginx. DryRun and Observe create no
+    pods, so there it means the controller plans or observes the pool without trouble.
+    ReconcileFailed (raised outside decide, rpp/controller/reconcile_failed.py) makes it
+    False too."""
     counted = f"{status.ready} of {status.desired} desired pod(s) are Ready and in nginx"
     if deleting:
         return False, "Deleting", "the pool is being deleted"
@@ -67,6 +68,10 @@ def readiness(status: PoolStatus, *, mode: Mode, deleting: bool) -> tuple[bool, 
             return False, blocking, cond.message
     match mode:
         case Mode.MANAGE:
+            held = status.condition(Cond.POOL_WIDE.value)
+            if held is not None and held.status == "True":
+                # Ready and wired, but every one of them degraded: nothing serves well.
+                return False, Cond.POOL_WIDE.value, held.message
             if status.ready < status.desired:
                 return False, "PodsNotReady", counted
             return True, "PodsReady", counted

@@ -25,9 +25,15 @@ without `hostNotice: true` is no breach at all: it is reported (`MemberHealth.no
 for the HostNotice condition only.
 
 Degraded means at least one rule is in breach now, whether or not for its full duration.
-That is what PoolWideDegradation counts: when every Ready pod is degraded at the same
-time (and there are at least two, since one pod alone says nothing about a shared
-cause), the cause is probably shared (RunPod, the network) and nothing is replaced.
+That is what PoolWideDegradation counts: when every Ready pod (at least two: one pod
+alone says nothing about a shared cause) is degraded, alike (a rule they all breach) and
+together (their breaches of it started within `TOGETHER` of each other), and RunPod
+reports none of them exited or failed, the cause is probably shared (RunPod, the
+network) and nothing is replaced. Breaches minutes apart, or of different rules, are
+independent failures, each replaced on its own. The hold is bounded: once it has lasted
+`health.poolWideHold` (counted from the persisted breach starts, so it survives a
+restart), the worst pod is released to its replacement; when that replacement passes
+its probes, not every Ready pod is degraded any more and the hold ends for every pod.
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ class Rule(StrEnum):
 
 MIN_PEERS: Final = 2  # RelativeLatency needs at least this many other pods with data
 MIN_PODS_FOR_POOL_WIDE: Final = 2
+TOGETHER: Final = dt.timedelta(seconds=60)
+"""Breaches that start this close are "together": two loops at the default 30 s interval
+(one shared cause reaches every pod within a probe round or two)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,6 +140,18 @@ class PoolHealth:
     pool_wide: bool = False
     pool_wide_rules: tuple[str, ...] = ()
     message: str | None = None  # the PoolWideDegradation condition's message
+    since: dt.datetime | None = None  # when the hold began (the last pod's breach start)
+    expired: bool = False  # the hold ran out: one pod, the worst, is being replaced
+    released: str | None = None  # the worst pod, let go this loop
+
+    def holds(self, pod_id: str) -> bool:
+        """PoolWideDegradation keeps this pod from being flagged or unwired."""
+        return self.pool_wide and pod_id != self.released
+
+    @property
+    def blocks_replacement(self) -> bool:
+        """No replacement at all: the hold has not run out yet."""
+        return self.pool_wide and not self.expired
 
 
 @dataclass(frozen=True)
@@ -199,12 +220,18 @@ def judge_pool(
     breaches: Mapping[str, Mapping[str, dt.datetime]],
     ready: Collection[str],
     now: dt.datetime,
+    hold_s: float = 1800.0,
+    exited: Collection[str] = (),
+    flagged: Collection[str] = (),
 ) -> PoolHealth:
     """Judge every member, then decide whether the trouble is pool-wide.
 
     `observations` holds the members the rules apply to (they are also each other's
     peers for RelativeLatency); `ready` names the Ready ones, which PoolWideDegradation
-    counts.
+    counts; `exited` the pods RunPod reports exited, failed or gone (never a shared
+    cause's doing as far as the pool can tell); `hold_s` is health.poolWideHold;
+    `flagged` the members already flagged: once the hold ran out, one of them is the
+    worst pod on its way out, and no other is let go meanwhile.
     """
     latencies = {
         pod: o.metrics.latency_s
@@ -223,16 +250,67 @@ def judge_pool(
         )
         for pod, observation in observations.items()
     }
-    ready_health = [members[p] for p in ready if p in members]
-    if len(ready_health) < MIN_PODS_FOR_POOL_WIDE or not all(h.degraded for h in ready_health):
+    ready_health = {p: members[p] for p in sorted(ready) if p in members}
+    if (
+        len(ready_health) < MIN_PODS_FOR_POOL_WIDE
+        or not all(h.degraded for h in ready_health.values())
+        or any(p in exited for p in ready_health)
+    ):
         return PoolHealth(members=members)
-    fired = {rule for h in ready_health for rule in h.breaches}
-    rules = tuple(r.value for r in Rule if r in fired)
+    rules = _shared_rules(ready_health.values())
+    if not rules:
+        return PoolHealth(members=members)
+    # The hold began when the last pod joined the earliest shared breach.
+    since = min(max(h.breaches[r] for h in ready_health.values()) for r in rules)
+    held = (now - since).total_seconds()
+    said = f"all {len(ready_health)} Ready pods breached {', '.join(rules)} at once"
+    if held < hold_s:
+        message = (
+            f"{said}; the cause is probably shared (RunPod, the network), so no pod is "
+            f"replaced for {_minutes(hold_s - held)} more (health.poolWideHold "
+            f"{_minutes(hold_s)})"
+        )
+        return PoolHealth(
+            members=members, pool_wide=True, pool_wide_rules=rules, message=message, since=since
+        )
+    leaving = sorted(flagged)
+    worst = None if leaving else min(ready_health, key=lambda p: _badness(ready_health[p], p))
     message = (
-        f"all {len(ready_health)} Ready pods are degraded at once ({', '.join(rules)}); "
-        "the cause is probably shared (RunPod, the network), so no pod is replaced"
+        f"{said}, for {_minutes(held)}, past health.poolWideHold ({_minutes(hold_s)}): "
+        f"the worst pod {worst or ', '.join(leaving)} is replaced; once its replacement "
+        "passes its probes the cause was not shared and the other pods are replaced as "
+        "they are due"
     )
-    return PoolHealth(members=members, pool_wide=True, pool_wide_rules=rules, message=message)
+    return PoolHealth(
+        members=members,
+        pool_wide=True,
+        pool_wide_rules=rules,
+        message=message,
+        since=since,
+        expired=True,
+        released=worst,
+    )
+
+
+def _shared_rules(healths: Collection[MemberHealth]) -> tuple[str, ...]:
+    """The rules every pod breaches (alike) whose starts lie within TOGETHER (together)."""
+    shared = set.intersection(*(set(h.breaches) for h in healths))
+    together = []
+    for rule in Rule:
+        if rule in shared:
+            starts = [h.breaches[rule] for h in healths]
+            if max(starts) - min(starts) <= TOGETHER:
+                together.append(rule.value)
+    return tuple(together)
+
+
+def _badness(health: MemberHealth, pod_id: str) -> tuple[int, int, dt.datetime, str]:
+    """Sorts the worst pod first: more rules due, more in breach, the oldest breach."""
+    return (-len(health.flagged), -len(health.breaches), min(health.breaches.values()), pod_id)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{max(seconds, 0.0) / 60:.0f}m"
 
 
 def _without(ordered: list[float], value: float | None) -> list[float]:

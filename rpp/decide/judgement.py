@@ -12,7 +12,8 @@ pool-wide into conditions:
   match its metrics). Before any pod serves, an empty answer is what a healthy
   Prometheus gives, so it raises nothing. Missing data neither starts nor ends a
   breach, so nobody is flagged for Prometheus' trouble.
-- PoolWideDegradation: every Ready pod is degraded at once; nothing is replaced.
+- PoolWideDegradation: every Ready pod is degraded alike and together; nothing is
+  replaced for health.poolWideHold, then the worst pod is (with an Event, once).
 - HostNotice: RunPod has a note or maintenance window on a pool pod's machine.
 """
 
@@ -22,14 +23,20 @@ import datetime as dt
 
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import MemberObservation, PoolHealth, judge_pool, thresholds_from_spec
+from rpp.model.effects import RecordEvent
 from rpp.model.members import Phase
-from rpp.model.observations import HostNotice, PoolObservation
+from rpp.model.observations import HostNotice, PodStatus, PoolObservation
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
 
 # Phases whose pods the health rules judge (a warming pod has its warm-up timeout).
 JUDGED = frozenset({Phase.READY, Phase.FLAGGED})
 _CLEAR = HostNotice()  # a pod RunPod has no notice for (known clear)
+# What RunPod says of a pod that no shared cause explains: it stopped on its own or is gone.
+_EXITED = frozenset({PodStatus.EXITED, PodStatus.ERROR, PodStatus.TERMINATED})
+HOLD_EXPIRED = "HoldExpired"
+"""PoolWideDegradation's reason once health.poolWideHold ran out and the worst pod is
+being replaced."""
 
 
 def judge(
@@ -51,23 +58,33 @@ def judge(
         )
         for m in judged
     }
+    # An unlisted pod is gone; with no listing at all nobody is known gone.
+    listed = {p.id: p.status for p in obs.pods or ()}
+    gone = PodStatus.TERMINATED if obs.pods is not None else PodStatus.RUNNING
     health = judge_pool(
         thresholds=thresholds_from_spec(spec.health),
         observations=observations,
         breaches={m.pod_id: m.breaches for m in judged},
         ready=[m.pod_id for m in judged if m.phase == Phase.READY],
         now=now,
+        hold_s=spec.health.pool_wide_hold,
+        exited=[m.pod_id for m in judged if listed.get(m.pod_id, gone) in _EXITED],
+        flagged=[m.pod_id for m in judged if m.phase == Phase.FLAGGED],
     )
     if health.pool_wide:
         conds.set(
             Cond.POOL_WIDE,
             true=True,
-            reason=",".join(health.pool_wide_rules) or "Degraded",
+            reason=HOLD_EXPIRED
+            if health.expired
+            else ",".join(health.pool_wide_rules) or "Degraded",
             message=health.message or "every Ready pod is degraded",
         )
     else:
         conds.clear(
-            Cond.POOL_WIDE, reason="NotPoolWide", message="not every Ready pod is degraded"
+            Cond.POOL_WIDE,
+            reason="NotPoolWide",
+            message="not every Ready pod is degraded alike and together",
         )
     if obs.notices is not None:
         noticed = {pod: h.notice for pod, h in health.members.items() if h.notice}
@@ -89,6 +106,19 @@ def judge(
         else:
             conds.clear(Cond.HOST_NOTICE, reason="NoNotice", message="no machine notice")
     return health
+
+
+def hold_expired_event(before: PoolStatus, health: PoolHealth) -> RecordEvent | None:
+    """The one Event for the end of the hold: the loop its worst pod is released."""
+    was = before.condition(Cond.POOL_WIDE.value)
+    if health.released is None or (was is not None and was.reason == HOLD_EXPIRED):
+        return None
+    return RecordEvent(
+        type="Warning",
+        reason="PoolWideHoldExpired",
+        message=health.message or f"replacing the worst pod {health.released}",
+        pod_id=health.released,
+    )
 
 
 def _prometheus_condition(

@@ -178,7 +178,10 @@ def decide(
         conds.status = conds.status.replace(members=members)
         return _finish(loop, generation=generation, desired=status.desired or spec.replicas.min)
     conds.clear(Cond.NOT_ACTING, reason="Acting", message="the pool has what it needs to act")
+    before = conds.status
     health = judgement.judge(spec=spec, status=conds.status, obs=obs, now=now, conds=conds)
+    if (expired := judgement.hold_expired_event(before, health)) is not None:
+        loop.effects.append(expired)
     canary = release.bake(loop, health)
     planned, real = _drive_members(loop, health, canary)
     surge_first.drain_replaced(loop, planned)
@@ -186,7 +189,7 @@ def decide(
     wish = capacity.wanted_create(
         members=planned,
         desired=desired,
-        pool_wide=health.pool_wide,
+        pool_wide=health.blocks_replacement,
         covered=intents.pending_replacements(conds.status),
         coming=len(conds.status.pending_creates()),
     )
@@ -294,7 +297,7 @@ def _drive_members(
             breaches=None if verdict is None else verdict.breaches,
             flagged=() if verdict is None else verdict.flagged,
             reasons={} if verdict is None else verdict.reasons,
-            pool_wide=health.pool_wide,
+            pool_wide=health.holds(m.pod_id),
             last_wired=not others_wired,
             offered_slot=offered,
             update_refused=bool(m.update and m.update.refused),

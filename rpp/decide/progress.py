@@ -17,7 +17,8 @@ pool Current. So the pool says, on every status it writes:
   condition's.
 - Reconciling True, when not Stalled, while the pool is on its way: pods to create,
   warm, wire, replace, drain, update or terminate, a release under way, a create
-  waiting for its backoff or for a leaving pod's room, the pool being deleted, or one of
+  waiting for its backoff or for a leaving pod's room, PoolWideDegradation's bounded
+  hold, the pool being deleted, or one of
   the passing causes above within `STALL_AFTER`.
 - both False otherwise: in Manage the pool has its desired pods Ready and in nginx and
   nothing in progress; DryRun and Observe carry nothing out, so there is nothing to wait
@@ -157,7 +158,13 @@ def _work(status: PoolStatus, *, mode: Mode, deleting: bool) -> tuple[str, str] 
         return "Deleting", progress.message if progress else "the pool is being deleted"
     if mode is not Mode.MANAGE:
         return None
-    for cond in (Cond.CAPACITY_UNAVAILABLE, Cond.CREATE_BLOCKED, Cond.UPDATE_FAILED):
+    # PoolWideDegradation is a bounded wait (health.poolWideHold), never a stall.
+    for cond in (
+        Cond.POOL_WIDE,
+        Cond.CAPACITY_UNAVAILABLE,
+        Cond.CREATE_BLOCKED,
+        Cond.UPDATE_FAILED,
+    ):
         waiting = _true(status, cond)
         if waiting is not None:
             return waiting.type, waiting.message

@@ -93,6 +93,12 @@ class Health(Section):
     hour's creates, covers its need, and no other create goes out."""
     replace_when: ReplaceWhen = Field(default_factory=ReplaceWhen)
     """When a pod is flagged for replacement."""
+    pool_wide_hold: Duration = 1800.0
+    """How long PoolWideDegradation (every Ready pod degraded alike and together) keeps
+    every pod from being replaced. Then the worst pod is replaced; once its replacement
+    passes its probes the cause was not shared and the others are replaced as they are
+    due. 30m outlasts most RunPod, network and dependency incidents (replacing pods for
+    those only churns), while a truly dead pool bills at most this long for nothing."""
 
 
 class Canary(Section):
