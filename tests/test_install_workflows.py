@@ -177,10 +177,13 @@ def test_the_image_gets_a_syft_sbom_and_keyless_signatures() -> None:
 # Stand-ins for helm and cosign on the chart job's PATH: each logs its arguments; `helm
 # package` writes <name>-<version>.tgz as Helm names it, and `helm push` refuses a missing
 # file and answers as Helm's registry client does (pkg/registry/client.go: "Pushed: <ref>",
-# "Digest: <digest>"), the digest one of the package's own.
+# "Digest: <digest>"), the digest one of the package's own. A login reads the password on
+# its standard input, as `--password-stdin` makes the real ones do: a stand-in that exits
+# without reading it fails the job's `echo ... |` with SIGPIPE (141) under pipefail.
 HELM_STUB = """#!/bin/bash
 set -e
 echo "helm $*" >> "$STUB_LOG"
+case "$*" in *--password-stdin*) cat > /dev/null ;; esac
 case "$1" in
 package)
   version=$(sed -n 's/^version: *//p' "$2/Chart.yaml")
@@ -194,7 +197,10 @@ push)
   ;;
 esac
 """
-COSIGN_STUB = '#!/bin/bash\necho "cosign $*" >> "$STUB_LOG"\n'
+COSIGN_STUB = (
+    '#!/bin/bash\necho "cosign $*" >> "$STUB_LOG"\n'
+    'case "$*" in *--password-stdin*) cat > /dev/null ;; esac\n'
+)
 
 
 def run_chart_job(

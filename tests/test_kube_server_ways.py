@@ -251,6 +251,25 @@ async def test_an_api_server_that_keeps_failing_fails_the_call_in_seconds_saying
     )
 
 
+async def test_a_write_answered_5xx_is_not_sent_again_but_a_429_is(
+    kube: RealKubeApi, kmock: StrictKubernetesEmulator, stopwatch: Stopwatch
+) -> None:
+    """A 5xx may come after the write landed: sent again, a status write would meet its
+    own 409 and be taken for lost. A 429 comes before the server does anything."""
+    kmock[kmock.method.POST, LEASES] << KubernetesError(
+        status=504, reason="Timeout", message="the server was unable to respond in time"
+    )
+    with pytest.raises(KubeError) as caught:
+        await kube.create_lease("l", spec={"holderIdentity": "a"})
+    assert caught.value.status == 504
+    assert len(list(kmock)) == 1
+    assert stopwatch.slept == []
+
+    await kmock.restart(busy=1)
+    await kube.create_config_map("slots", data={"v": "1"}, labels={})
+    assert [r.method for r in list(kmock)][1:] == [kmock.method.POST] * 2
+
+
 # -- field managers -----------------------------------------------------------------------
 
 

@@ -206,6 +206,20 @@ async def test_a_wired_pods_hard_failure_is_probed_again_at_once(
     assert sent[-1] - sent[0] >= (CONFIRM_AFTER_S if len(answers) == 2 else 0)
 
 
+async def test_a_metrics_page_alone_timing_out_is_not_hard() -> None:
+    """A pod whose /health answers but whose metrics page is slower than the timeout still
+    serves: SlowScrape judges it over its window; quarantine is for a pod nginx cannot use."""
+
+    async def slow_metrics(request: PodRequest, *, limit: int) -> PodAnswer:
+        if "metrics" in request.url:
+            await asyncio.sleep(1)
+        return PodAnswer(200, b"ok")
+
+    prober = Prober(client=ScriptedPods(slow_metrics), url_pattern="http://fake", timeout_s=0.05)
+    result = await prober.probe_one(ProbeTarget(pod_id="podabc", confirm=True))
+    assert (result.passed, result.health_ok, result.hard_failures) == (False, True, 0)
+
+
 async def test_the_prober_counts_no_connection_and_a_timeout_as_hard() -> None:
     async def refused(request: PodRequest, *, limit: int) -> PodAnswer:
         raise PodUnreachable("ClientConnectorError: connection refused")

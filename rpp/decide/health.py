@@ -140,7 +140,6 @@ class PoolHealth:
     pool_wide: bool = False
     pool_wide_rules: tuple[str, ...] = ()
     message: str | None = None  # the PoolWideDegradation condition's message
-    since: dt.datetime | None = None  # when the hold began (the last pod's breach start)
     expired: bool = False  # the hold ran out: one pod, the worst, is being replaced
     released: str | None = None  # the worst pod, let go this loop
 
@@ -270,9 +269,7 @@ def judge_pool(
             f"replaced for {_minutes(hold_s - held)} more (health.poolWideHold "
             f"{_minutes(hold_s)})"
         )
-        return PoolHealth(
-            members=members, pool_wide=True, pool_wide_rules=rules, message=message, since=since
-        )
+        return PoolHealth(members=members, pool_wide=True, pool_wide_rules=rules, message=message)
     leaving = sorted(flagged)
     worst = None if leaving else min(ready_health, key=lambda p: _badness(ready_health[p], p))
     message = (
@@ -286,7 +283,6 @@ def judge_pool(
         pool_wide=True,
         pool_wide_rules=rules,
         message=message,
-        since=since,
         expired=True,
         released=worst,
     )

@@ -168,9 +168,10 @@ class _Collection:
 
 @dataclass
 class _Alias:
+    """A use of an anchor, kept apart from its target: go-yaml v2's isMerge never takes an
+    alias node, so `*k: ...` is an ordinary key even when the anchored scalar is `<<`."""
+
     target: Any
-    name: str
-    line: int
 
 
 def _scalar(node: _Scalar) -> Any:
@@ -334,7 +335,7 @@ def _composed(text: str) -> Iterator[Any]:
                 raise yaml.composer.ComposerError(
                     None, None, f"found undefined alias {event.anchor!r}", mark
                 )
-            add(_Alias(anchors[event.anchor], event.anchor, line), None)
+            add(_Alias(anchors[event.anchor]), None)
         elif isinstance(event, yaml.ScalarEvent):
             plain = event.implicit[0] and event.tag is None
             tag = None if plain or (event.tag is None and event.implicit[1]) else event.tag

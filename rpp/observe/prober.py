@@ -227,8 +227,10 @@ class Prober:
                 answer = await self._client.get(request, limit=limit)
         except TimeoutError:
             # A hung pod: nginx's requests to it wait for RunPod's CDN (100 s), so its
-            # timeouts count as hard as a dead pod's 502s.
-            return _Answer(False, None, f"timed out after {timeout_s:g}s", hard=True)
+            # health path's timeouts count as hard as a dead pod's 502s. A metrics page
+            # alone that is slow is SlowScrape's to judge: the pod may serve well.
+            failed = f"timed out after {timeout_s:g}s"
+            return _Answer(False, None, failed, hard=not with_token)
         except PodUnreachable as error:
             reason = _redact(str(error), target.metrics_token) or "no detail"
             return _Answer(False, None, f"connection failed ({reason})", hard=True)

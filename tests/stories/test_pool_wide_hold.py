@@ -10,26 +10,8 @@ from __future__ import annotations
 
 from rpp.model.status import PoolStatus
 from tests.stories.prom_stub import PromStub
-from tests.stories.test_replacement import healthy_pool, ready_pods
-from tests.stories.world_kit import Story, pool_manifest, story
-
-
-def prometheus_pool(replicas: int) -> dict[str, object]:
-    manifest = pool_manifest(
-        replicas={"min": replicas, "max": replicas},
-        limits={
-            "maxPods": replicas + 2,
-            "maxHourlyCostUsd": 10.0,
-            "maxCreatesPerHour": 6,
-            "estimatedPodCostUsd": 0.7,
-        },
-    )
-    manifest["spec"]["prometheus"] = {
-        "job": "inference-pods",
-        "latencyQuery": "sum by (runpod_pod) (rate(app_request_duration_seconds_sum[5m]))",
-        "errorRatioQuery": "sum by (runpod_pod) (rate(app_requests_failed_total[5m]))",
-    }
-    return manifest
+from tests.stories.test_replacement import healthy_pool, latency_pool, ready_pods
+from tests.stories.world_kit import Story, story
 
 
 def replaced(status: PoolStatus, pods: set[str]) -> bool:
@@ -99,7 +81,7 @@ def test_errors_on_one_pod_and_another_dying_minutes_later_are_not_lumped_togeth
         ]
         assert lumped == [], "a breach 3 minutes after another's, of another rule"
 
-    story(body, manifest=prometheus_pool(2), prometheus=prom)
+    story(body, manifest=latency_pool(2, creates_per_hour=6), prometheus=prom)
 
 
 def test_the_hold_ends_by_replacing_the_worst_pod_first_with_an_event() -> None:
@@ -128,4 +110,4 @@ def test_the_hold_ends_by_replacing_the_worst_pod_first_with_an_event() -> None:
         assert cond.status == "False"
         assert len([e for e in s.effects("event") if e.reason == "PoolWideHoldExpired"]) == 1
 
-    story(body, manifest=prometheus_pool(2), prometheus=prom)
+    story(body, manifest=latency_pool(2, creates_per_hour=6), prometheus=prom)

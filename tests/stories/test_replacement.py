@@ -128,13 +128,14 @@ def test_slow_host_keeps_serving_until_its_replacement_is_wired() -> None:
     story(body)
 
 
-def latency_pool() -> dict[str, object]:
+def latency_pool(replicas: int = 3, *, creates_per_hour: int = 5) -> dict[str, object]:
+    """A pool whose health rules read Prometheus (latency and error ratio per pod)."""
     manifest = pool_manifest(
-        replicas={"min": 3, "max": 3},
+        replicas={"min": replicas, "max": replicas},
         limits={
-            "maxPods": 5,
+            "maxPods": replicas + 2,
             "maxHourlyCostUsd": 10.0,
-            "maxCreatesPerHour": 5,
+            "maxCreatesPerHour": creates_per_hour,
             "estimatedPodCostUsd": 0.7,
         },
     )

@@ -120,8 +120,14 @@ class RealKubeApi:
     # -- RunPodPools --------------------------------------------------------------------------
 
     async def list_pools(self) -> list[dict[str, Any]]:
+        items, _version = await self._list_pools_at()
+        return items
+
+    async def _list_pools_at(self) -> tuple[list[dict[str, Any]], str]:
+        """The pools, with the list's resourceVersion (where a watch after it starts)."""
         listed = await self._call("list", self._settings.plural, None, "GET", self._pools)
-        return list(listed.get("items") or [])
+        version = str((listed.get("metadata") or {}).get("resourceVersion", ""))
+        return list(listed.get("items") or []), version
 
     async def get_pool(self, name: str) -> dict[str, Any]:
         return await self._call(
@@ -182,15 +188,9 @@ class RealKubeApi:
     async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
         """A list, then a watch from the list's resourceVersion (watching.py)."""
         op = self._op("watch", self._settings.plural, None)
-
-        async def relist() -> tuple[list[dict[str, Any]], str]:
-            listed = await self._call("list", self._settings.plural, None, "GET", self._pools)
-            version = str((listed.get("metadata") or {}).get("resourceVersion", ""))
-            return list(listed.get("items") or []), version
-
         changes = watching.reflect(
             open_watch=lambda version: self._stream(op, self._pools, (), version),
-            relist=relist,
+            relist=self._list_pools_at,
             what=f"runpodpools in namespace {self._settings.namespace}",
         )
         async with aclosing(changes):

@@ -12,7 +12,8 @@ once it listens again:
   Role to fix, and later calls of that verb on that resource fail at once (until one
   succeeds) instead of waiting again;
 - 429 "storage is (re)initializing" with a Retry-After, while its watch cache fills, and
-  5xx while etcd is not reachable yet: retried after the Retry-After (capped at
+  5xx while etcd is not reachable yet (for reads only: a write may have landed before its
+  5xx, so it is not sent again): retried after the Retry-After (capped at
   `max_wait_s`) or a backoff, at most `tries` times in all, so an API server that keeps
   failing fails a call in seconds, not minutes.
 
@@ -62,6 +63,8 @@ class Patience:
 
 MAX_TRIES = 16
 """Attempts per call whatever the answers: the bound under the grace's clock."""
+_READS = frozenset({"get", "list", "watch"})
+"""The verbs a 5xx is retried for (`_passes`)."""
 TRANSIENT = frozenset({429, 500, 502, 503, 504})
 """Answers that mean "not now": too many requests (or storage still loading), and the
 server or a proxy before it failing."""
@@ -153,7 +156,11 @@ class TransientAnswers:
         if not isinstance(error, KubeError):
             return False
         if error.status in TRANSIENT:
-            return True
+            # A 5xx may come after a write was applied (a proxy's timeout, a lost answer):
+            # sent again, a landed status write would meet a 409 and be taken for lost, an
+            # Event's count patched twice. So a write is retried only on a 429, which the
+            # server answers before it does anything.
+            return error.status == 429 or key[0] in _READS
         if error.status != 403:
             return False
         since = self._refused_since.setdefault(key, self.patience.clock())
