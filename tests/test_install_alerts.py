@@ -78,7 +78,7 @@ def test_metric_names_are_what_prometheus_client_exports() -> None:
     }
     assert exported == m.queryable_names()
     names = [spec.name for spec in m.SPECS]
-    assert len(set(names)) == len(names) == 13
+    assert len(set(names)) == len(names) == 15
 
 
 def test_the_controllers_registries_register_exactly_the_listed_metrics() -> None:
@@ -172,8 +172,10 @@ def expected(alert: str, value: str, **labels: str) -> dict[str, Any]:
 SHORT = "RunPodPoolShortOfReadyPods"
 NOTICE = "RunPodPoolHostNotice"
 CAPACITY = "RunPodPoolCapacityUnavailable"
+KEPT = "RunPodPoolReplacementBlocked"
 ROLLED = "RunPodPoolReleaseRolledBack"
 DELETION = "RunPodPoolDeletionBlocked"
+WRITES = "RunPodPoolStatusWriteFailing"
 NO_LEADER = "RunPodPoolControllerNoLeader"
 # During a handover both replicas may export a pool's gauges for a loop (a standby exports
 # none otherwise): the rules must not double-count, hence two instances in some series.
@@ -240,6 +242,11 @@ def pool_alert_tests() -> list[dict[str, Any]]:
                        instance="a"),
                 series(m.CONDITION, "0 1x20", pool="gone", type="DeletionBlocked", **NS,
                        instance="a"),
+                series(m.CONDITION, "0 1x20", pool="kept", type="ReplacementBlocked", **NS,
+                       instance="a"),
+                # a create backoff keeps a flagged pod 5m, then its replacement comes
+                series(m.CONDITION, "0 1x5 0x15", pool="backoff", type="ReplacementBlocked",
+                       **NS, instance="a"),
                 # a deletion that progresses: DeletionBlocked False, listing what is left
                 series(m.CONDITION, "0x20", pool="going", type="DeletionBlocked", **NS,
                        instance="a"),
@@ -251,6 +258,25 @@ def pool_alert_tests() -> list[dict[str, Any]]:
                 at("12m", CAPACITY, expected(CAPACITY, "1", pool="batch", **NS)),
                 at("10m", DELETION),
                 at("12m", DELETION, expected(DELETION, "1", pool="gone", **NS)),
+                at("15m", KEPT),
+                at("17m", KEPT, expected(KEPT, "1", pool="kept", **NS)),
+            ],
+        },
+        {  # status writes refused from 1m on fire after 5m, once (two replicas in a handover);
+           # a write refused for 2m (a spec edit racing it) and then landing never fires
+            "interval": "1m",
+            "input_series": [
+                *(
+                    series(m.STATUS_WRITE_FAILING, "0 1x20", pool="inference", **NS, **r)
+                    for r in REPLICAS
+                ),
+                series(m.STATUS_WRITE_FAILING, "0 1x2 0x18", pool="blip", **NS, instance="a"),
+                series(m.STATUS_WRITE_FAILING, "0x20", pool="ok", **NS, instance="a"),
+            ],
+            "alert_rule_test": [
+                at("5m", WRITES),
+                at("7m", WRITES, expected(WRITES, "1", pool="inference", **NS)),
+                at("20m", WRITES, expected(WRITES, "1", pool="inference", **NS)),
             ],
         },
         {  # a release rolled back fires at once, until it leaves RolledBack; other phases never

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import email.utils
 from pathlib import Path
 from typing import Any
 
@@ -384,6 +385,35 @@ async def test_missing_crd_says_to_install_it(kmock: StrictKubernetesEmulator) -
         with pytest.raises(NotFound) as caught:
             await api.list_pools()
     assert "deploy/crd.yaml" in str(caught.value)
+
+
+class Dates:
+    """A clock's ear for the API server's Date: what each answer carried."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+
+    def elapsed(self) -> float:
+        return 0.0
+
+    def server_answered(self, date: str | None, *, sent: float) -> None:
+        self.seen.append(date)
+
+
+async def test_every_answer_tells_the_clock_the_api_servers_date_errors_too(
+    kmock: StrictKubernetesEmulator,
+) -> None:
+    kmock.seed(POOLS, NS, pool_manifest("inference"))
+    dates = Dates()
+    async with RealKubeApi.for_host(host=str(kmock.url), settings=SETTINGS, dates=dates) as api:
+        await api.list_pools()
+        with pytest.raises(NotFound):
+            await api.get_pool("ghost")
+    assert len(dates.seen) == 2
+    for date in dates.seen:
+        assert date is not None
+        server = email.utils.parsedate_to_datetime(date)
+        assert abs((server - dt.datetime.now(dt.UTC)).total_seconds()) < 60
 
 
 async def test_unreachable_api_server_is_a_kube_error_naming_the_host() -> None:

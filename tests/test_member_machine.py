@@ -224,12 +224,40 @@ FIRES = {
         record={"hard_failures": 1},
         signals={"probe": hard_probe()},
     ),
+    "Ready->Ready failing_hard, wired, last wired but RunPod's list read (quarantined)": Case(
+        "Ready",
+        "Ready",
+        (Unwire, RecordEvent),
+        record={"hard_failures": 1},
+        signals={"probe": hard_probe(), "last_wired": True, "network_ok": True},
+    ),
+    "Ready->Ready failing_hard, wired, pool-wide but another pod passed (quarantined)": Case(
+        "Ready",
+        "Ready",
+        (Unwire, RecordEvent),
+        record={"hard_failures": 1},
+        signals={"probe": hard_probe(), "pool_wide": True, "network_ok": True},
+    ),
+    "Ready->Flagged unreachable_due, wired, last wired but not blind (unwired)": Case(
+        "Ready",
+        "Flagged",
+        (RecordEvent, Unwire),
+        signals=UNREACHABLE_DUE | {"last_wired": True, "network_ok": True},
+        after=120,
+    ),
     "Ready->Ready quarantined, passes_in_a_row, slot_offered (released)": Case(
         "Ready",
         "Ready",
         (Wire, RecordEvent),
         record=QUARANTINED | {"pass_streak": 2},
         signals={"probe": probe(), "offered_slot": 2},
+    ),
+    "Ready->Ready quarantined, passes_now, slot_offered, nginx_empty (released)": Case(
+        "Ready",
+        "Ready",
+        (Wire, RecordEvent),
+        record=QUARANTINED,
+        signals={"probe": probe(), "offered_slot": 2, "last_wired": True},
     ),
     "Ready->Draining drain scale-down": Case(
         "Ready", "Draining", (Unwire,), event="drain", reason="scale-down"
@@ -239,6 +267,12 @@ FIRES = {
     ),
     "Flagged->Flagged unreachable_due, wired, not last (unwired)": Case(
         "Flagged", "Flagged", (Unwire,), signals=UNREACHABLE_DUE
+    ),
+    "Flagged->Flagged unreachable_due, wired, last wired but RunPod's list read (unwired)": Case(
+        "Flagged",
+        "Flagged",
+        (Unwire,),
+        signals=UNREACHABLE_DUE | {"last_wired": True, "network_ok": True},
     ),
     "Flagged->Flagged failing_hard, wired, not last (unwired for good)": Case(
         "Flagged",
@@ -262,6 +296,20 @@ FIRES = {
         record={"hard_failures": 1},
         signals={"probe": hard_probe(), "pod": None},
         event="observe_unlisted",
+    ),
+    "Flagged->Terminating dead (unreachable due) and out of nginx": Case(
+        "Flagged",
+        "Terminating",
+        (TerminatePod, RecordEvent),
+        record={"slot": None},
+        signals=UNREACHABLE_DUE,
+    ),
+    "Flagged->Terminating dead (probes fail hard) and out of nginx": Case(
+        "Flagged",
+        "Terminating",
+        (TerminatePod, RecordEvent),
+        record={"slot": None, "hard_failures": 2},
+        signals=SLOW_DUE,
     ),
     "Flagged->Draining replacement_wired": Case(
         "Flagged", "Draining", (Unwire,), event="replacement_wired"
@@ -395,6 +443,15 @@ BLOCKED = {
     "Ready stays out: quarantined, only 2 passes": Case(
         "Ready", "Ready", record=QUARANTINED | {"pass_streak": 1}, signals={"probe": probe()}
     ),
+    "Ready stays out: quarantined, one pass, another pod in nginx": Case(
+        "Ready", "Ready", record=QUARANTINED, signals={"probe": probe(), "offered_slot": 2}
+    ),
+    "Ready stays out: quarantined, nginx empty, its probe failed": Case(
+        "Ready",
+        "Ready",
+        record=QUARANTINED,
+        signals={"probe": hard_probe(), "offered_slot": 2, "last_wired": True},
+    ),
     "Ready stays out: quarantined and passing, no slot offered": Case(
         "Ready", "Ready", record=QUARANTINED | {"pass_streak": 2}, signals={"probe": probe()}
     ),
@@ -407,8 +464,11 @@ BLOCKED = {
     "Flagged stays wired: last wired": Case(
         "Flagged", "Flagged", signals=UNREACHABLE_DUE | {"last_wired": True}
     ),
-    "Flagged stays: already unwired": Case(
-        "Flagged", "Flagged", record={"slot": None}, signals=UNREACHABLE_DUE
+    "Ready->Flagged stays wired: pool-wide holds the flag even with the list read": Case(
+        "Ready", "Ready", signals=UNREACHABLE_DUE | {"pool_wide": True, "network_ok": True}
+    ),
+    "Flagged stays: out of nginx, alive (a slow rule due), replacement not overdue": Case(
+        "Flagged", "Flagged", record={"slot": None}, signals=SLOW_DUE
     ),
     "Flagged stays: unreachable not due (other rule due)": Case(
         "Flagged", "Flagged", signals=SLOW_DUE
@@ -788,3 +848,14 @@ class TestWithoutTheListing:
                 now=T0 + dt.timedelta(seconds=30),
             )
             assert (step.record.slot, step.moves) == (2, ()), kept
+
+    def test_they_leave_nginx_once_another_pod_passing_shows_the_network_works(self) -> None:
+        record = member("Ready", slot=2, hard_failures=1)
+        for rank in ({"last_wired": True}, {"pool_wide": True}):
+            step = observe_unlisted(
+                record,
+                signals=signals(pod=None, probe=hard_probe(), network_ok=True, **rank),
+                now=T0 + dt.timedelta(seconds=30),
+            )
+            assert step.record.slot is None, rank
+            assert step.record.quarantine is not None, rank

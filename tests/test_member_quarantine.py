@@ -5,8 +5,8 @@ Covered: what the quarantine writes (the slot freed, the reason in the stored st
 its Events); the flag that ends it; and, in the simulated world, the stories a
 platform engineer would tell: a dead pod out of nginx the first loop after it died (its
 probe and the same probe 5 s later fail hard) and replaced only after the rule's
-duration, a pod that recovers put back without a replacement, the last wired pod never
-taken out, and the prober telling hard failures
+duration, a pod that recovers put back without a replacement, the last wired pod taken out
+only while RunPod's list reads, and the prober telling hard failures
 (no connection, no answer in time, RunPod's 404/502/503) from slow or wrong answers.
 """
 
@@ -23,6 +23,7 @@ from rpp.model.effects import RecordEvent, Unwire, Wire
 from rpp.model.members import MemberRecord, Quarantine
 from rpp.model.status import PoolStatus
 from rpp.observe.prober import CONFIRM_AFTER_S, Prober, ProbeTarget
+from rpp.sim.faults import ServerError
 from tests.pod_fakes import ScriptedPods
 from tests.stories.world_kit import Story, pool_manifest, story
 from tests.test_member_machine import BLOCKED, FIRES, T0, run
@@ -140,10 +141,35 @@ def test_a_pod_that_recovers_goes_back_into_nginx_without_a_replacement() -> Non
     story(body)
 
 
-def test_the_last_wired_pod_is_never_quarantined() -> None:
+def test_the_last_wired_pod_is_quarantined_while_runpods_list_reads() -> None:
+    """RunPod's API answered this loop, so the controller's network works: the pod it
+    cannot reach through RunPod's proxy is one nginx cannot use either."""
+
     async def body(s: Story) -> None:
         before = await s.until(lambda st: st.ready == 1, limit=20)
         (only,) = [m.pod_id for m in before.members]
+        s.world.pods[only].die()
+        status = await s.loops(2)
+        assert status.status is not None
+        member = status.status.member(only)
+        assert member is not None
+        assert member.hard_failures >= 2
+        assert member.quarantine is not None
+        assert not member.wired
+        assert only not in in_nginx(s)
+        assert status.status.ready == 0
+
+    story(body, manifest=pool_manifest(replicas={"min": 1, "max": 1}))
+
+
+def test_the_last_wired_pod_stays_while_nothing_shows_the_controllers_network_works() -> None:
+    """RunPod's list does not read and no other pod passes: every probe failing may be the
+    controller's own network, so the last wired pod stays in nginx (and Ready is False)."""
+
+    async def body(s: Story) -> None:
+        before = await s.until(lambda st: st.ready == 1, limit=20)
+        (only,) = [m.pod_id for m in before.members]
+        s.world.cloud.faults.always("listPods", ServerError(status=503))
         s.world.pods[only].die()
         status = await s.loops(4)
         assert status.status is not None
@@ -152,6 +178,13 @@ def test_the_last_wired_pod_is_never_quarantined() -> None:
         assert member.hard_failures >= 2
         assert (member.quarantine, member.wired) == (None, True)
         assert only in in_nginx(s)
+        ready = status.status.condition("Ready")
+        assert ready is not None
+        assert ready.status == "False"
+        acting = status.status.condition("NotActing")
+        assert acting is not None
+        assert f"keeps {only} in nginx" in acting.message
+        assert "the controller's own network" in acting.message
 
     story(body, manifest=pool_manifest(replicas={"min": 1, "max": 1}))
 

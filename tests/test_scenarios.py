@@ -97,6 +97,32 @@ def replaced_surge_first(s: Story, victim: str, *, rule: str, broke_at: float) -
     return str(replacement)
 
 
+def terminated_dead_then_replaced(s: Story, victim: str, *, rule: str, broke_at: float) -> str:
+    """A dead pod's replacement: flagged, its replacement created, and the dead pod, out
+    of nginx, terminated the next loop (DeadPodTerminated) without waiting for the
+    replacement to serve; the replacement is wired later. Returns the replacement."""
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert rule in flagged["reason"]
+    assert flagged["t"] >= broke_at
+    (replacement,) = [r["pod"] for r in s.of("cloud", kind="created") if r["t"] >= broke_at]
+    created = s.first("cloud", kind="created", pod=replacement)
+    assert created["t"] >= flagged["t"]  # created because of the flag
+    terminated = s.transition(victim, "Flagged", to="Terminating")
+    assert flagged["t"] < terminated["t"] <= flagged["t"] + 60  # the next loop
+    assert "is dead" in terminated["reason"]
+    assert "out of nginx: terminated now" in terminated["reason"]
+    assert not s.of("transition", pod=victim, to="Draining")  # no wait for its replacement
+    deleted = s.first("cloud", kind="deleted", pod=victim)
+    ready = s.transition(replacement, "Warming", to="Ready")
+    assert deleted["t"] < ready["t"]  # it stopped billing before its replacement served
+    members = s.final_members()
+    assert victim not in members
+    assert members[replacement]["phase"] == "Ready"
+    assert s.end["status"]["ready"] == len(members) == 3
+    assert len(s.of("cloud", kind="created")) == 4  # three adopted, one replacement
+    return str(replacement)
+
+
 def stays_wired(s: Story, pod: str, *, since: float, until: float) -> bool:
     return all(pod in r["wired"] for r in s.loops(since, until=until))
 
@@ -135,11 +161,16 @@ def test_every_example_scenario_is_tested_here() -> None:
         "no-surge-room",
         "status-lost",
         "listing-lag",
+        "last-pod-dies-at-cap",
+        "kept-while-serving",
+        "clock-step",
+        "status-write-storm",
+        "pool-wide-hold",
     }
     assert {p.stem for p in SCENARIOS.glob("*.yaml")} == tested
 
 
-def test_a_pod_dies_it_is_quarantined_at_once_replaced_on_the_rule_then_terminated(
+def test_a_pod_dies_it_is_quarantined_at_once_flagged_on_the_rule_then_terminated_and_replaced(
     stories: Any,
 ) -> None:
     s = stories("pod-dies")
@@ -153,10 +184,10 @@ def test_a_pod_dies_it_is_quarantined_at_once_replaced_on_the_rule_then_terminat
     assert victim not in s.loops(quarantined["t"])[0]["wired"]  # out of nginx at once
     flagged = s.transition(victim, "Ready", to="Flagged")
     assert 1200 + 120 <= flagged["t"] <= 1200 + 150  # the Unreachable rule's 2 minutes
-    replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+    terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
 
 
-def test_a_pod_hangs_its_probes_time_out_and_it_is_replaced(stories: Any) -> None:
+def test_a_pod_hangs_its_probes_time_out_and_it_is_terminated_and_replaced(stories: Any) -> None:
     s = stories("pod-hangs")
     victim = s.pod(2)
     quarantined = s.transition(victim, "Ready", to="Ready")
@@ -165,7 +196,7 @@ def test_a_pod_hangs_its_probes_time_out_and_it_is_replaced(stories: Any) -> Non
     assert victim not in s.loops(quarantined["t"])[0]["wired"]  # out of nginx at once
     flagged = s.transition(victim, "Ready", to="Flagged")
     assert "timed out" in flagged["reason"]
-    replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+    terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
 
 
 def test_a_pod_dies_while_the_listing_fails_and_still_leaves_nginx(stories: Any) -> None:
@@ -181,7 +212,9 @@ def test_a_pod_dies_while_the_listing_fails_and_still_leaves_nginx(stories: Any)
     # Nothing but the unwire while NotActing: no create, no terminate.
     acts = {r["action"] for r in s.of("action") if raised["t"] <= r["t"] < cleared["t"]}
     assert acts == {"unwire", "write-slots"}
-    replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert flagged["t"] >= cleared["t"]  # the rule flags it once the listing reads
+    terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
 
 
 def test_a_slow_host_is_replaced_while_it_keeps_serving(stories: Any) -> None:
@@ -216,8 +249,10 @@ def test_out_of_stock_for_hours_keeps_capacity_unavailable_raised_until_stock_re
     victim = s.pod(1)
     flagged = s.transition(victim, "Ready", to="Flagged")
     first = s.transition(victim, "Flagged", to="Terminating")
-    assert first["t"] <= flagged["t"] + 60  # serving nothing, unreplaceable: terminated first
-    assert "replacement cannot be created first" in first["reason"]
+    assert first["t"] <= flagged["t"] + 60  # dead and out of nginx: terminated at once
+    assert "is dead" in first["reason"]
+    (asked,) = s.of("action", action="create", t=flagged["t"])  # its replacement, first
+    assert asked["outcome"] == "refused"  # no stock: it is terminated all the same
     raised = s.first("condition", type="CapacityUnavailable", status="True")
     cleared = s.first("condition", type="CapacityUnavailable", status="False")
     restock = [r for r in s.of("cloud", kind="fault") if r["t"] == 3 * 3600]
@@ -377,7 +412,9 @@ def test_a_controller_restart_mid_replacement_carries_on_without_a_second_create
     flagged = s.transition(victim, "Ready", to="Flagged")
 
     assert flagged["t"] < restart["t"]  # the replacement was under way
-    replacement = replaced_surge_first(s, victim, rule="Unreachable", broke_at=1200)
+    replacement = terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
+    # The new process's first loop terminates the dead pod and keeps the replacement.
+    assert s.transition(victim, "Flagged", to="Terminating")["t"] == restart["t"]
     assert s.transition(replacement, "Warming", to="Ready")["t"] > restart["t"]
     assert len(s.of("action", action="create")) == 1
 
@@ -433,10 +470,14 @@ def test_a_crash_right_after_a_create_adopts_the_pod_and_makes_no_second_one(
     assert f"replacing {victim}" in adopted["detail"]
     counted = s.first("recovery", action="create")
     assert "counted as a create" in counted["detail"]
-    assert (
-        s.transition(replacement, "Warming", to="Ready")["t"]
-        < s.transition(victim, "Flagged", to="Draining")["t"] + 1
-    )
+    # The new process also finds pod 2 dead and out of nginx: terminated in its first
+    # loop, while the adopted replacement warms; no drain waits for it.
+    terminated = s.transition(victim, "Flagged", to="Terminating")
+    assert terminated["t"] == created["t"]
+    assert "is dead" in terminated["reason"]
+    assert not s.of("transition", pod=victim, to="Draining")
+    assert s.transition(replacement, "Warming", to="Ready")["t"] > terminated["t"]
+    assert s.end["status"]["ready"] == 3
     final = s.end["status"]
     assert [a["name"] for a in final["createLog"]] == [created["name"]]
     assert victim not in s.final_members()
@@ -501,6 +542,28 @@ def test_a_broken_then_lost_status_is_rebuilt_and_nothing_is_created(stories: An
     assert s.end["status"]["ready"] == 3
 
 
+def test_both_pods_dead_without_stock_are_held_for_pool_wide_hold_then_replaced(
+    stories: Any,
+) -> None:
+    s = stories("pool-wide-hold")
+    dead = {s.pod(1), s.pod(2)}
+    held = s.first("condition", type="PoolWideDegradation", status="True")
+    assert 600 <= held["t"] <= 600 + 60  # both breach Unreachable together
+    assert "health.poolWideHold" in held["message"]
+    said_ready = [r["t"] for r in s.of("condition", type="Ready", status="True")]
+    assert not [t for t in said_ready if 600 <= t <= held["t"] + 1800]  # Ready False held
+    created = [r for r in s.of("cloud", kind="created") if r["t"] > 0]
+    assert created, "the hold ended and the pods were replaced"
+    assert all(r["t"] >= held["t"] + 1800 for r in created)  # nothing during the hold
+    ended = s.first("condition", type="PoolWideDegradation", status="False")
+    assert ended["t"] <= held["t"] + 1800 + 120
+    gone = [r["t"] for r in s.of("cloud", kind="deleted") if r["pod"] in dead]
+    assert len(gone) == 2
+    assert max(gone) <= held["t"] + 1800 + 900  # billed dead at most 15 min past the hold
+    assert s.end["status"]["ready"] == 2
+    assert not dead & set(s.final_members())
+
+
 # -- what a first-time reader of any timeline must be able to believe --------------------
 
 
@@ -526,6 +589,66 @@ def test_a_pod_listed_90s_after_its_create_is_not_created_twice_and_the_caps_hol
     assert waited["reason"] == "CreateUnconfirmed"
     assert "does not list it yet" in waited["message"]
     assert s.end["status"]["ready"] == 3
+
+
+def test_the_only_pod_dying_at_max_pods_is_terminated_first_and_replaced(stories: Any) -> None:
+    s = stories("last-pod-dies-at-cap")
+    dead = s.pod(1)
+    died = s.first("cloud", kind="fault", pod=dead)["t"]
+    assert died == 600
+    unwired = next(r["t"] for r in s.loops(died) if dead not in r["wired"])
+    assert unwired - died <= 60, "the last wired pod leaves nginx: RunPod's list reads"
+    deleted = s.first("cloud", kind="deleted", pod=dead)["t"]
+    assert deleted - died <= 120 + 60, "terminated first once Unreachable is due"
+    flagged = s.transition(dead, "Ready", to="Flagged")
+    terminating = s.transition(dead, "Flagged", to="Terminating")
+    assert terminating["t"] == flagged["t"]
+    assert "MaxPodsReached" in terminating["reason"]
+    (replacement,) = [r["pod"] for r in s.of("cloud", kind="created") if r["t"] > died]
+    assert s.first("cloud", kind="created", pod=replacement)["t"] >= deleted
+    assert s.transition(replacement, "Warming", to="Ready")["t"] <= died + 600
+    assert s.end["status"]["ready"] == 1
+
+
+def test_a_slow_pod_kept_at_max_pods_is_said_aloud_then_terminated_first_on_request(
+    stories: Any,
+) -> None:
+    s = stories("kept-while-serving")
+    slow = s.pod(2)
+    flagged = s.transition(slow, "Ready", to="Flagged")
+    assert "SlowScrape" in flagged["reason"]
+    kept = s.first("condition", type="ReplacementBlocked", status="True")
+    assert kept["t"] == flagged["t"]
+    assert kept["reason"] == "MaxPodsReached"
+    for said in (slow, "SlowScrape", "limits.maxPods", "TerminateFirst"):
+        assert said in kept["message"]
+    assert stays_wired(s, slow, since=flagged["t"], until=2700), "Keep: it serves on"
+    assert not [r for r in s.of("cloud", kind="created") if r["t"] > 0 and r["t"] < 2700]
+    draining = s.transition(slow, "Flagged", to="Draining")
+    assert 2700 <= draining["t"] <= 2700 + 30
+    deleted = s.first("cloud", kind="deleted", pod=slow)["t"]
+    (replacement,) = [r["pod"] for r in s.of("cloud", kind="created") if r["t"] > 0]
+    assert s.first("cloud", kind="created", pod=replacement)["t"] >= deleted
+    assert s.first("condition", type="ReplacementBlocked", status="False")["t"] == draining["t"]
+    assert s.end["status"]["ready"] == 3
+
+
+def test_a_clock_step_either_way_moves_no_cap_and_no_rule_duration(stories: Any) -> None:
+    s = stories("clock-step")
+    assert [r["t"] for r in s.of("scenario", do="clock-step")] == [1200, 4800]
+    creates = [r["t"] for r in s.of("cloud", kind="created") if r["t"] > 0]
+    assert len(creates) == 4
+    # maxCreatesPerHour 2 in every real hour, across the +1h step (the third create
+    # waited for the hour of the first to end, where the step had let it out at once).
+    assert all(len([t for t in creates if u - 3600 < t <= u]) <= 2 for u in creates)
+    assert creates[2] >= creates[0] + 3600
+    # Pod 4 dies at 1:19, a minute before the -1h step: flagged on the Unreachable
+    # rule's 2 minutes and gone, where the step had kept it billed an hour longer.
+    victim = s.pod(4)
+    flagged = s.transition(victim, "Ready", to="Flagged")
+    assert 4740 + 120 <= flagged["t"] <= 4740 + 180
+    assert s.first("cloud", kind="deleted", pod=victim)["t"] <= 4740 + 15 * 60
+    assert s.end["status"]["ready"] == 2
 
 
 @pytest.mark.parametrize("name", EVERY_SCENARIO)

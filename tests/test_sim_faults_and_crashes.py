@@ -10,6 +10,7 @@ destroyed but it is pending" at exit.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime as dt
 import io
@@ -23,16 +24,22 @@ from typing import Any
 import pytest
 import yaml
 
+from rpp.adapters.kube.api import Conflict as KubeConflict
+from rpp.adapters.kube.api import KubeSettings
 from rpp.sim.cloud_scenario import ScenarioError
 from rpp.sim.crash_points import (
     EVERY_POINT,
+    STATUS_WRITE,
     TARGETS,
     WHENS,
     CrashPoint,
     PointError,
     parse_point,
 )
+from rpp.sim.crossings import KubeFault, WorldCrossings
 from rpp.sim.faults import FaultQueue, RandomFaults, ServerError, Timeout
+from rpp.sim.kube_memory import MemoryKubeApi
+from rpp.sim.process import Lifeline
 from rpp.sim.run import run_scenario
 from rpp.sim.scenario import parse_scenario
 
@@ -247,3 +254,38 @@ def test_faults_and_crashes_replay_byte_for_byte_and_end_without_pending_tasks(
         f"the controller process is killed {p.describe()}; a new one starts" for p in planned
     ]
     assert first.stderr.strip().endswith("0 violations, 0 leaks")
+
+
+def test_a_status_write_storm_answers_every_write_409_for_its_time_then_none() -> None:
+    """`{kind: Conflict, for: 10m}`: not the next few writes, every write for 10 minutes."""
+    storm = {"kind": "Conflict", "for": "10m"}
+    events = [{"at": "5m", "do": "fault", "operation": "status-write", "kind": storm}]
+    (event,) = parse_scenario(scenario(events=events)).events
+    assert event.fault == KubeFault("Conflict", seconds=600.0)
+    bad = {"at": "5m", "do": "fault", "operation": "status-write"}
+    for kind in ({"kind": "OtherWriter", "for": "10m"}, {"kind": "Conflict", "times": 2}):
+        found = errors(scenario(events=[{**bad, "kind": kind}]))
+        assert any("takes {kind: Conflict, for: 30m}" in line for line in found), found
+
+    class Clock:
+        at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+        def now(self) -> dt.datetime:
+            return self.at
+
+    async def writes() -> list[bool]:
+        clock = Clock()
+        kube = MemoryKubeApi(KubeSettings(namespace="runpod"), clock=clock)
+        crossings = WorldCrossings(kube, clock)
+        crossings.fault_next(STATUS_WRITE, KubeFault("Conflict", seconds=600.0))
+        refused = []
+        for minute in (0, 1, 9, 10, 11):
+            clock.at = Clock.at + dt.timedelta(minutes=minute)
+            try:
+                await crossings.before(Lifeline(), STATUS_WRITE, None)
+                refused.append(False)
+            except KubeConflict:
+                refused.append(True)
+        return refused
+
+    assert asyncio.run(writes()) == [True, True, True, False, False]

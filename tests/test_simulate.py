@@ -165,6 +165,11 @@ BAD_SCENARIOS = pytest.mark.parametrize(
             id="bad-latency",
         ),
         pytest.param(
+            "{POOL}events:\n  - {{at: 1m, do: clock-step, by: -soon}}\n",
+            "events[0].by: 'soon' is not a duration",
+            id="bad-clock-step",
+        ),
+        pytest.param(
             "{POOL}events:\n  - {{at: 1m, do: errors, pod: 1, ratio: 2}}\n",
             "events[0].ratio: expected a number between 0 and 1, got 2",
             id="bad-ratio",
@@ -257,6 +262,20 @@ def test_unreadable_files_and_bad_until_are_one_line_errors(
     assert capsys.readouterr().err.startswith("rpp simulate: --until: 'soon' is not a duration")
 
 
+@pytest.mark.parametrize(
+    ("by", "seconds"), [("1h", 3600.0), ("-1h", -3600.0), ("+90s", 90.0), (-600, -600.0)]
+)
+def test_a_clock_step_goes_either_way(tmp_path: Path, by: object, seconds: float) -> None:
+    text = (ROOT / "examples" / "scenarios" / "pod-dies.yaml").read_text()
+    events = text.index("events:")
+    path = tmp_path / "step.yaml"
+    path.write_text(text[:events] + f"events:\n  - {{at: 10m, do: clock-step, by: {by}}}\n")
+
+    [event] = load_scenario(path).events
+
+    assert (event.do, event.by) == ("clock-step", seconds)
+
+
 def test_an_event_for_a_pod_that_does_not_exist_is_told_not_fatal() -> None:
     text = (ROOT / "examples" / "scenarios" / "pod-dies.yaml").read_text()
     text = text.replace("do: die, pod: 2", "do: die, pod: 9")
@@ -268,3 +287,28 @@ def test_an_event_for_a_pod_that_does_not_exist_is_told_not_fatal() -> None:
     assert fault["detail"] == "pod 9 does not exist (any more); nothing happens"
     assert fault["pod"] is None
     assert records[-1]["status"]["ready"] == 3
+
+
+def test_an_apply_after_a_delete_creates_the_pool_again_with_every_apply_so_far() -> None:
+    """`kubectl apply` of a deleted pool creates it again from the file; while the
+    deletion is held by the finalizer, an apply patches the pool being deleted."""
+    text = (ROOT / "examples" / "scenarios" / "pool-deleted.yaml").read_text()
+    text = text.replace(
+        "  - {at: 20m, do: delete}",
+        "  - {at: 10m, do: apply, patch: {spec: {replicas: {min: 2, max: 2}}}}\n"
+        "  - {at: 12m, do: delete}\n"
+        "  - {at: 12m30s, do: apply, patch: {spec: {drain: {period: 60s}}}}\n"
+        "  - {at: 25m, do: apply, patch: {spec: {drain: {period: 90s}}}}",
+    )
+    scenario = parse_scenario_text(text, source="reapply.yaml")
+
+    run = run_scenario(scenario, out=None, until=40 * 60, check_invariants=True)
+
+    said = [r["detail"] for r in run.timeline.records if r["event"] == "scenario"]
+    assert said[2] == "kubectl patch: spec drain.period=60s"  # still there, being deleted
+    assert said[3].startswith("kubectl apply: the pool was deleted, so it is created again")
+    end = run.timeline.records[-1]
+    assert end["status"]["desired"] == 2  # the first apply is kept, not the file's 3
+    assert end["status"]["ready"] == 2
+    assert run.checker is not None
+    assert run.checker.violations == []

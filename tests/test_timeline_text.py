@@ -74,7 +74,7 @@ def test_the_final_table_explains_ready_serving_planned_and_since() -> None:
     legend = " ".join(line.strip() for line in table.splitlines()[2:8])
     assert "READY: the Ready condition" in legend
     assert "SERVING: members in phase Ready" in legend
-    assert "a Flagged pod also serves until its replacement is Ready" in legend
+    assert "a Flagged pod still in nginx also serves until its replacement does" in legend
     assert "PLANNED: the actions DryRun would take (status.plannedActions)" in legend
     assert "SINCE: when the member entered its phase" in legend
 

@@ -10,6 +10,10 @@ adapter) and runs, all at once:
 - leader election on the Lease `runpod-pool-controller`: only the holder reconciles;
 - the controller loop (rpp/controller/loop.py), while this replica leads.
 
+Time is kept on the monotonic clock, anchored on the API server's `Date` header (the
+adapter reads it off every answer): a step of the host's clock moves no cap or rule
+duration, and is logged once with its size (rpp/adapters/clock.py `SteadyClock`).
+
 SIGTERM (or SIGINT): the loop under way finishes (its actions carried out, its status
 written), the Lease is released so the standby takes over at once, the HTTP server
 stops, and the process exits 0.
@@ -36,7 +40,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 
 from rpp import __version__
 from rpp.act.executor import Executor
-from rpp.adapters.clock import Clock, SystemClock
+from rpp.adapters.clock import Clock, SteadyClock
 from rpp.adapters.kube import light_import
 from rpp.adapters.kube.api import KubeApi, KubeSettings
 from rpp.adapters.kube.redacting import RedactingKube
@@ -115,8 +119,10 @@ async def _main(config: Config, *, kubeconfig: str | None, redactor: Redactor) -
         )
         return 2
     settings = KubeSettings(namespace=namespace, crd_group=config.crd_group)
-    kube = RealKubeApi(ApiClient(access.configuration), settings)
-    process = ControllerProcess(config, kube=kube, clock=SystemClock(), redactor=redactor)
+    # Time by the monotonic clock, anchored on (and checked against) the API server's Date.
+    clock = SteadyClock()
+    kube = RealKubeApi(ApiClient(access.configuration), settings, dates=clock)
+    process = ControllerProcess(config, kube=kube, clock=clock, redactor=redactor)
     collect_less_often()  # a loop's objects die by their refcounts, not the collector
     freeze_startup_objects()  # what start built lives as long as the process
     stop = asyncio.Event()

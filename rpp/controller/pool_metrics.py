@@ -48,10 +48,13 @@ class PoolMetrics:
         self.condition = gauge(names.CONDITION)
         self.leader = gauge(names.LEADER)
         self.rollout_phase = gauge(names.ROLLOUT_PHASE)
+        self.write_failing = gauge(names.STATUS_WRITE_FAILING)
         n, h, labels = spec(names.ACTIONS_TOTAL)
         self.actions = Counter(n.removesuffix("_total"), h, labels, registry=registry)
         n, h, labels = spec(names.ROLLBACKS_TOTAL)
         self.rollbacks = Counter(n.removesuffix("_total"), h, labels, registry=registry)
+        n, h, labels = spec(names.STATUS_WRITE_FAILURES_TOTAL)
+        self.write_failures = Counter(n.removesuffix("_total"), h, labels, registry=registry)
         n, h, labels = spec(names.RECONCILE_SECONDS)
         self.reconcile_seconds = Histogram(
             n,
@@ -87,10 +90,16 @@ class PoolMetrics:
             if isinstance(effect, UpdatePod) and effect.rollback and done.ok:
                 self.rollbacks.labels(pool=pool).inc()
 
+    def status_writes(self, pool: str, *, failed: int, failing: bool) -> None:
+        """After each status write: the writes it saw refused, and whether they fail."""
+        if failed:
+            self.write_failures.labels(pool=pool).inc(failed)
+        self.write_failing.labels(pool=pool).set(1 if failing else 0)
+
     def pool_gauges(self) -> tuple[Gauge, ...]:
         """The gauges that describe pools: only the leader, which reconciles, exports them."""
         pools = (self.members, self.ready, self.desired, self.desired_min, self.cost)
-        return (*pools, self.condition, self.rollout_phase)
+        return (*pools, self.write_failing, self.condition, self.rollout_phase)
 
     def stand_by(self) -> None:
         """This replica stopped leading: drop every pool's gauges. The counters and the
@@ -100,7 +109,7 @@ class PoolMetrics:
 
     def forget(self, pool: str) -> None:
         """Drop a deleted pool's series, so dashboards do not show it forever."""
-        for metric in (self.ready, self.desired, self.desired_min, self.cost):
+        for metric in (self.ready, self.desired, self.desired_min, self.cost, self.write_failing):
             with contextlib.suppress(KeyError):
                 metric.remove(pool)
         for phase in PHASES:
@@ -112,5 +121,6 @@ class PoolMetrics:
         for phase in RolloutPhase:
             with contextlib.suppress(KeyError):
                 self.rollout_phase.remove(pool, phase.value)
-        with contextlib.suppress(KeyError):
-            self.rollbacks.remove(pool)
+        for counter in (self.rollbacks, self.write_failures):
+            with contextlib.suppress(KeyError):
+                counter.remove(pool)

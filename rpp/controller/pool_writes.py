@@ -7,7 +7,8 @@ status up to twice:
 - `ahead`: before it creates, terminates or updates a pod, the decided status with
   its intents (rpp/decide/intents.py). A 409 whose fresh status is still the one the
   loop read (a spec change) is written over; any other means someone else wrote
-  status since, and the loop carries nothing out. A write that fails stops the loop.
+  status since. A loop whose write-ahead did not land carries out only what is safe
+  to repeat without it (rpp/decide/write_failures.py).
 - `after`: the status with the results folded in. On 409, a loop that acted writes
   over the fresh version only when the fresh status is still the one it wrote or read
   last (its effects are facts now); a loop that acted on nothing re-decides (the
@@ -82,9 +83,9 @@ class PoolWrites:
 
     async def ahead(
         self, obj: Mapping[str, Any], read: PoolStatus, ahead: PoolStatus
-    ) -> tuple[Mapping[str, Any], PoolStatus] | None:
-        """Store the decided status with its intents before acting: the pool as stored
-        and the status written, or None when the loop must carry nothing out."""
+    ) -> StatusWrite:
+        """Store the decided status with its intents before acting. Not `written`: the
+        loop carries out nothing that needs its write-ahead."""
         name = str(obj["metadata"]["name"])
         ahead = self.writers.mark(ahead)
 
@@ -96,9 +97,8 @@ class PoolWrites:
 
         done = await self._write(name, obj, ahead, on_conflict)
         if not done.written or done.status is None:
-            log.warning("intents not written; nothing carried out this loop")
-            return None
-        return done.pool, done.status
+            log.warning("intents not written; only what is safe to repeat is carried out")
+        return done
 
     async def after(
         self,
@@ -107,7 +107,7 @@ class PoolWrites:
         after: PoolStatus,
         *,
         redecide: Redecide | None,
-    ) -> bool:
+    ) -> StatusWrite:
         """Write the loop's status; `redecide` (a loop that acted on nothing) decides
         again on a pool re-read after a 409, None when the loop acted."""
         name = str(obj["metadata"]["name"])
@@ -130,8 +130,7 @@ class PoolWrites:
                 return None
             return after
 
-        done = await self._write(name, obj, after, on_conflict)
-        return done.written
+        return await self._write(name, obj, after, on_conflict)
 
     async def _write(
         self,

@@ -12,9 +12,16 @@ kept in the pool's `<group>/status-before-rebuild` annotation first.
 A loop that creates, terminates or updates a pod writes its intents first
 (rpp/decide/intents.py): the decided status, with one intent per RunPod write, is
 stored before any RunPod call, over the resourceVersion read (a 409 whose fresh status
-is still the one read, a spec change, is written over). If that write fails, nothing is
-carried out this loop: a crash or a lost write can then never hide a pod from the
-next loop.
+is still the one read, a spec change, is written over). If that write fails, the loop
+carries out only what is safe to repeat without a write-ahead (decided again in
+rpp/controller/without_write_ahead.py): dead and hung pods leave nginx and dead pods are
+terminated, while creates and updates wait; a crash or a lost write can then never hide
+a pod from the next loop. A spec that does not load skips all of this
+(rpp/controller/pool_specs.py).
+
+A status the API server refused to store is carried to the next loop in memory
+(rpp/controller/status_carry.py): the next loop decides from it as long as the stored
+status has not moved on since; a status someone else wrote wins.
 
 Every status write is conflict-safe and never blind (rpp/controller/pool_writes.py).
 On 409 the pool is read again:
@@ -29,7 +36,6 @@ On 409 the pool is read again:
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,16 +48,17 @@ from rpp.adapters.logs import fields, layer_logger, pool_context
 from rpp.adapters.redaction import Redactor
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.pool_secret import read_pool_secret, remember_secrets
+from rpp.controller.pool_specs import PoolSpecs, report_invalid
 from rpp.controller.pool_writes import PoolWrites, Redecide
+from rpp.controller.status_carry import StatusCarry
+from rpp.controller.status_write import StatusWrite
+from rpp.controller.without_write_ahead import decide_without_write_ahead
 from rpp.controller.writers import Writers
 from rpp.decide import fold, intents
-from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.nginx_slots import RenderedSlots
 from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
-from rpp.decide.progress import set_progress
 from rpp.model.clashes import REASON as CLASH
-from rpp.model.clashes import Stored, held_back
 from rpp.model.codec import StatusFormatError
 from rpp.model.effects import RemoveFinalizer
 from rpp.model.observations import (
@@ -124,13 +131,10 @@ class PoolReconciler:
         self.redactor = redactor
         self.writers = Writers(identity)
         self.writes = PoolWrites(kube=kube, group=group, writers=self.writers)
-        # Per pool, the last object loaded and its Pool: the spec rarely changes.
-        self._loaded: dict[str, tuple[tuple[Any, ...], Pool]] = {}
+        self.carry = StatusCarry()
+        self.specs = PoolSpecs(group)
         # Per pool, its last slots render, handed back to decide: they rarely change.
         self._slots: dict[str, RenderedSlots | None] = {}
-        # The listing the clash check last loaded, and its pools: each pool of a loop
-        # compares itself with the same listing, so it is loaded once a loop, not per pool.
-        self._listed: tuple[tuple[Mapping[str, Any], ...], list[Stored]] | None = None
 
     async def reconcile(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
         name = str(obj.get("metadata", {}).get("name", "?"))
@@ -153,21 +157,30 @@ class PoolReconciler:
             return PoolResult(name, None, (), None, False)
         status_unreadable = None
         try:
-            status = self.writes.read(name, obj.get("status") or {})
+            stored = self.writes.read(name, obj.get("status") or {})
         except StatusFormatError as err:
             # Rebuilt from ground truth (decide), the old one kept in an annotation.
             log.error("status unreadable, rebuilding it: %s", err)
             status_unreadable = f"the stored status could not be read: {err}"
-            status = PoolStatus()
-        pool, problems = self._load(name, obj)
-        clashes = [] if pool is None else self._clashes(pool, obj, shared)
+            stored = PoolStatus()
+        status = self.carry.start(name, stored)
+        pool, problems = self.specs.load(name, obj)
+        clashes = [] if pool is None else self.specs.clashes(pool, obj, shared.pools)
         if pool is None or clashes:
             reason = CLASH if clashes else "ValidationFailed"
             if status_unreadable is not None:
                 obj = await self.writes.keep_old(obj, status_unreadable)
-            return await self._invalid(
-                obj, status, problems or clashes, generation=generation, reason=reason
+            new_status, done = await report_invalid(
+                obj,
+                stored,
+                problems or clashes,
+                generation=generation,
+                reason=reason,
+                clock=self.clock,
+                executor=self.executor,
+                writes=self.writes,
             )
+            return PoolResult(name, None, (), new_status, done.written)
         spec = pool.spec
         obs, env = await self._observe(pool=pool, obj=obj, status=status, shared=shared)
         # The decision's time is when its evidence is in: a probe that timed out took its
@@ -184,24 +197,35 @@ class PoolReconciler:
             status_unreadable=status_unreadable,
             last_slots=self._slots.get(name),
         )
+        if decision.rebuilt is not None and obj.get("status"):
+            obj = await self.writes.keep_old(obj, decision.rebuilt)
+        before = stored
+        if spec.mode is Mode.MANAGE and any(intents.intent_for(e, now) for e in decision.effects):
+            ahead = await self.writes.ahead(obj, stored, decision.status)
+            if ahead.written and ahead.status is not None:
+                obj, before = ahead.pool, ahead.status
+            else:
+                self._ended(name, ahead, base=stored)
+                safe = decide_without_write_ahead(
+                    name,
+                    carry=self.carry,
+                    spec=spec,
+                    generation=generation,
+                    status=status,
+                    obs=obs,
+                    now=now,
+                    proxy_url=self.proxy_url,
+                    last_slots=self._slots.get(name),
+                )
+                if safe is None:
+                    for note in decision.log:
+                        log.info("%s", note.text, extra=fields(pod=note.pod, effect=note.effect))
+                    error = "its intents could not be written; nothing was carried out"
+                    return PoolResult(name, decision, (), None, False, error=error)
+                decision = safe
         self._slots[name] = decision.slots
         for note in decision.log:
             log.info("%s", note.text, extra=fields(pod=note.pod, effect=note.effect))
-        if decision.rebuilt is not None and obj.get("status"):
-            obj = await self.writes.keep_old(obj, decision.rebuilt)
-        before = status
-        if spec.mode is Mode.MANAGE and any(intents.intent_for(e, now) for e in decision.effects):
-            ahead = await self.writes.ahead(obj, status, decision.status)
-            if ahead is None:
-                return PoolResult(
-                    name,
-                    decision,
-                    (),
-                    None,
-                    False,
-                    error="its intents could not be written; nothing was carried out",
-                )
-            obj, before = ahead
         results = await self.executor.execute(
             pool=obj, spec=spec, effects=decision.effects, env=env, now=now
         )
@@ -221,18 +245,29 @@ class PoolReconciler:
             # This loop's own finalizer change moved the version; nobody else's did, or
             # that change would have been refused.
             obj = {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": version}}
-        written = await self.writes.after(
-            obj, before, new_status, redecide=None if acted else self._redecide(shared)
-        )
-        return PoolResult(name, decision, tuple(results), new_status, written)
+        redecide = None if acted else self._redecide(shared, read=before, start=status)
+        done = await self.writes.after(obj, before, new_status, redecide=redecide)
+        self._ended(name, done, base=before, composed=new_status)
+        return PoolResult(name, decision, tuple(results), new_status, done.written)
+
+    def _ended(
+        self, name: str, done: StatusWrite, *, base: PoolStatus, composed: PoolStatus | None = None
+    ) -> None:
+        """Tell the carry-over (and the metrics) how a status write ended."""
+        now = self.clock.now()
+        failed = self.carry.ended(name, done, base=base, now=now, composed=composed)
+        if self.metrics is not None:
+            self.metrics.status_writes(
+                name, failed=failed, failing=self.carry.writes(name).failing
+            )
 
     def start_term(self) -> None:
         """This process leads again: what another leader wrote before is no evidence."""
         self.writers.start_term()
 
-    def _redecide(self, shared: Shared) -> Redecide:
+    def _redecide(self, shared: Shared, *, read: PoolStatus, start: PoolStatus) -> Redecide:
         async def redecide(fresh: Mapping[str, Any]) -> PoolStatus | None:
-            return await self._reconcile_without_writing(fresh, shared)
+            return await self._reconcile_without_writing(fresh, shared, read=read, start=start)
 
         return redecide
 
@@ -240,41 +275,11 @@ class PoolReconciler:
         """A deleted pool: drop what this reconciler and the metrics keep about it."""
         self.writers.forget(name)
         self.writes.forget(name)
-        self._loaded.pop(name, None)
+        self.carry.forget(name)
+        self.specs.forget(name)
         self._slots.pop(name, None)
         if self.metrics is not None:
             self.metrics.forget(name)
-
-    def _load(self, name: str, obj: Mapping[str, Any]) -> tuple[Pool | None, list[Any]]:
-        meta = obj.get("metadata") or {}
-        key = (
-            tuple(obj.keys()),
-            obj.get("apiVersion"),
-            obj.get("kind"),
-            meta.get("name"),
-            meta.get("namespace"),
-            meta.get("generation"),
-            obj.get("spec"),
-        )
-        loaded = self._loaded.get(name)
-        if loaded is not None and loaded[0] == key:
-            return loaded[1], []
-        pool, problems = load_pool(obj, group=self.group)
-        if pool is None:
-            self._loaded.pop(name, None)
-        else:
-            self._loaded[name] = (copy.deepcopy(key), pool)
-        return pool, problems
-
-    def _clashes(self, pool: Pool, obj: Mapping[str, Any], shared: Shared) -> list[str]:
-        """What `rpp validate` would say of this pool beside the others listed, if it is
-        the one of a clashing pair that waits."""
-        if self._listed is None or self._listed[0] is not shared.pools:
-            named = [(str((o.get("metadata") or {}).get("name") or ""), o) for o in shared.pools]
-            loaded = [(self._load(n, o)[0], o) for n, o in named if n]
-            self._listed = (shared.pools, [Stored.from_object(p, o) for p, o in loaded if p])
-        others = [other for other in self._listed[1] if other.pool.name != pool.name]
-        return held_back(Stored.from_object(pool, obj), others)
 
     async def _observe(
         self, *, pool: Pool, obj: Mapping[str, Any], status: PoolStatus, shared: Shared
@@ -329,49 +334,12 @@ class PoolReconciler:
             writer=self.writers.identity,
             pool=PoolObject.from_object(obj, finalizer=self.kube.settings.finalizer),
             other_controller=other,
+            status_writes=self.carry.writes(name),
         )
         return obs, secret.env
 
-    async def _invalid(
-        self,
-        obj: Mapping[str, Any],
-        status: PoolStatus,
-        problems: list[Any],
-        *,
-        generation: int,
-        reason: str,
-    ) -> PoolResult:
-        name = str(obj["metadata"]["name"])
-        now = self.clock.now()
-        conds = Conditions(status, now=now, generation=generation)
-        listing = "; ".join(str(p) for p in problems)
-        deleting = ""
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
-            deleting = (
-                "the pool is being deleted, and its pods are terminated only once the spec "
-                "is fixed (or remove the finalizer to leave them: docs/operating.md); "
-            )
-        conds.set(
-            Cond.INVALID_SPEC,
-            true=True,
-            reason=reason,
-            message=f"{deleting}the spec has {len(problems)} problem(s), nothing is done until "
-            f"they are fixed: {listing}",
-        )
-        conds.status = conds.status.replace(observed_generation=generation)
-        conds.set_ready(mode=Mode(status.mode), deleting=bool(deleting))
-        set_progress(conds, mode=Mode(status.mode), deleting=bool(deleting))
-        new_status = conds.status
-        log.warning("invalid spec: %s", listing)
-        for event in conds.events():
-            recorded = await self.executor.record(obj, event, now)
-            if not recorded.ok:
-                log.warning("event not recorded: %s", recorded.detail)
-        written = await self.writes.after(obj, status, new_status, redecide=None)
-        return PoolResult(name, None, (), new_status, written)
-
     async def _reconcile_without_writing(
-        self, fresh: Mapping[str, Any], shared: Shared
+        self, fresh: Mapping[str, Any], shared: Shared, *, read: PoolStatus, start: PoolStatus
     ) -> PoolStatus | None:
         """Re-decide on a re-read pool when this loop carried nothing out.
 
@@ -385,6 +353,9 @@ class PoolReconciler:
             status = PoolStatus.from_stored(fresh.get("status") or {})
         except StatusFormatError:
             return None
+        # The carry-over rule (status_carry.py): the loop's own start while the stored
+        # status has not moved on since it was read (a spec change made the 409).
+        status = start if status == read else status
         obs, _env = await self._observe(pool=pool, obj=fresh, status=status, shared=shared)
         now = self.clock.now()
         decision = decide(

@@ -40,7 +40,9 @@ class StatusWrite:
 
     `status` is the last status composed (what the pool's status is now when
     `written`); `stored` is the status the API server kept, which may differ from the
-    one sent when the server prunes fields.
+    one sent when the server prunes fields. `error` is set when the API server refused
+    the write (`failed` attempts, the last answer's words), not when the writer chose
+    to stop (`on_conflict` returned None): the reconciler counts these as failing writes.
     """
 
     status: PoolStatus | None
@@ -48,6 +50,8 @@ class StatusWrite:
     sent: Mapping[str, Any] = field(default_factory=dict)
     stored: Mapping[str, Any] = field(default_factory=dict)
     pool: Mapping[str, Any] = field(default_factory=dict)  # the pool as stored, when written
+    error: str | None = None
+    failed: int = 0
 
     @property
     def stored_as_sent(self) -> bool:
@@ -100,8 +104,12 @@ async def write_status(
                 return StatusWrite(
                     status=current, written=True, sent=sent, stored=kept, pool=stored
                 )
-    except Conflict:
+    except Conflict as err:
         log.error("status not written after %d conflicts", ATTEMPTS, extra=fields(pool=name))
+        error = f"409 Conflict: {err}"
     except KubeError as err:
         log.error("status not written: %s", err, extra=fields(pool=name))
-    return StatusWrite(status=current, written=False)
+        error = str(err)
+    # Every attempt but a conflict's last retry ended in an answer refusing it.
+    failed = retrying.statistics.get("attempt_number", 1)
+    return StatusWrite(status=current, written=False, error=error, failed=failed)

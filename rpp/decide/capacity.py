@@ -10,7 +10,7 @@ passes the safeguards (rpp/decide/safeguards.py) and placement
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from rpp.decide import prices, surge_first, unconfirmed
@@ -30,13 +30,20 @@ _IN_NGINX = frozenset({Phase.READY, Phase.FLAGGED})
 _SERVING = frozenset({Phase.WARMING, Phase.READY, Phase.UPDATING})
 
 
-def serving_count(members: Sequence[MemberRecord]) -> int:
-    """Members that count toward the wanted size (a flagged one is being replaced)."""
+def serving_count(members: Sequence[MemberRecord], *, down: Collection[str] = ()) -> int:
+    """Members that count toward the wanted size (a flagged one is being replaced).
+
+    `down` names members that are dead or hung (rpp/machines/signals.py `down`): they
+    serve nobody, so they never count as serving. A create does not pass them (see
+    `wanted_create`); a scale-down does."""
     return sum(
         1
         for m in members
-        if m.phase in _SERVING
-        or (m.phase == Phase.DRAINING and m.drain_reason == DrainReason.UPDATE)
+        if (
+            m.phase in _SERVING
+            or (m.phase == Phase.DRAINING and m.drain_reason == DrainReason.UPDATE)
+        )
+        and m.pod_id not in down
     )
 
 
@@ -61,6 +68,11 @@ def wanted_create(
     `covered` are members whose replacement is written down and not settled yet, and
     `coming` the creates in that state (rpp/decide/intents.py): each may have made a
     pod, so it covers its need, and counts as serving, until it is settled.
+
+    A Ready pod out of nginx for failing hard (quarantine) still counts here: it comes
+    back after 3 passes, and a dead one is flagged after the Unreachable rule's duration
+    (then replaced), so a blip never buys a pod. Held by PoolWideDegradation, it counts
+    too: the hold is what keeps the pool from replacing every pod for a shared cause.
     """
     serving = serving_count(members) + coming
     if serving >= desired:
@@ -90,6 +102,7 @@ def plan_create(
     now: dt.datetime,
     writer: str | None,
     image: str | None = None,
+    unwritten: str | None = None,
 ) -> CreatePlan:
     """A CreatePod that passes every safeguard, or the safeguard that blocks it.
 
@@ -121,6 +134,7 @@ def plan_create(
         unconfirmed=unconfirmed.describe(waiting, grace=spec.health.create_listing_grace)
         if waiting
         else None,
+        unwritten=unwritten,
     )
     if block is not None:
         return CreatePlan(None, block)
@@ -147,7 +161,9 @@ def plan_create(
     return CreatePlan(effect, None)
 
 
-def scale_down_victim(members: Sequence[MemberRecord], *, desired: int) -> MemberRecord | None:
+def scale_down_victim(
+    members: Sequence[MemberRecord], *, desired: int, down: Collection[str] = ()
+) -> MemberRecord | None:
     """The member to take out when the pool is above its size, one at a time.
 
     Nothing while a scale-down is still under way. Flagged pods go first. One that
@@ -157,14 +173,15 @@ def scale_down_victim(members: Sequence[MemberRecord], *, desired: int) -> Membe
     pool holds more pods than desired and nginx keeps desired pods without it: the pool
     shrinks by its bad pods first, and the flagged pod left gets its surge replacement.
     Then a warming pod (not serving yet) goes before a wired one; within each group the
-    costliest goes first, then the newest (the least proven).
+    costliest goes first, then the newest (the least proven). A pod in `down` (dead or
+    hung) never counts as serving, and among Ready pods goes first.
     """
     if any(
         m.drain_reason == DrainReason.SCALE_DOWN and m.phase in (Phase.DRAINING, Phase.TERMINATING)
         for m in members
     ):
         return None
-    serving = serving_count(members)
+    serving = serving_count(members, down=down)
     replaced = surge_first.being_replaced(members)
     flagged = sorted(
         (m for m in members if m.phase == Phase.FLAGGED),
@@ -184,14 +201,16 @@ def scale_down_victim(members: Sequence[MemberRecord], *, desired: int) -> Membe
             return m
     if serving <= desired:
         return None
-    current = {m.pod_id for m in members if m.phase != Phase.GONE}
+    # A warming replacement is kept only while the pod it replaces is still Flagged: once
+    # that one drains or is terminated (let go, or dead), it is an ordinary warming pod.
+    waiting = {m.pod_id for m in members if m.phase == Phase.FLAGGED}
     warming = [
         m
         for m in members
-        if m.phase == Phase.WARMING and (not m.replacement_for or m.replacement_for not in current)
+        if m.phase == Phase.WARMING and (not m.replacement_for or m.replacement_for not in waiting)
     ]
     ready = [m for m in members if m.phase == Phase.READY]
-    group = warming or ready
+    group = warming or [m for m in ready if m.pod_id in down] or ready
     if not group:
         return None
     return max(group, key=lambda m: (m.cost_per_hr or 0.0, m.created_at or m.since, m.pod_id))

@@ -24,6 +24,7 @@ class Cond(StrEnum):
     NOT_ACTING = "NotActing"
     CAPACITY_UNAVAILABLE = "CapacityUnavailable"
     CREATE_BLOCKED = "CreateBlocked"
+    REPLACEMENT_BLOCKED = "ReplacementBlocked"
     POOL_WIDE = "PoolWideDegradation"
     HOST_NOTICE = "HostNotice"
     PROMETHEUS_UNAVAILABLE = "PrometheusUnavailable"
@@ -32,6 +33,7 @@ class Cond(StrEnum):
     UNREADABLE_PODS = "UnreadablePods"
     SECOND_CONTROLLER = "SecondController"
     DELETION_BLOCKED = "DeletionBlocked"
+    STATUS_WRITE_FAILING = "StatusWriteFailing"
 
 
 # Every condition is a problem when True, so a change to True is a Warning Event.

@@ -46,6 +46,7 @@ from rpp.decide import (
     unconfirmed,
     unlisted,
     unreadable,
+    write_failures,
 )
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.health import PoolHealth
@@ -60,7 +61,7 @@ from rpp.decide.nginx_slots import (
 )
 from rpp.decide.ownership import owned_pods
 from rpp.machines import member_step
-from rpp.machines.signals import MemberSignals, refresh
+from rpp.machines.signals import MemberSignals, fails_hard, refresh
 from rpp.model.effects import (
     AddFinalizer,
     Effect,
@@ -111,21 +112,27 @@ def decide(
     conds = Conditions(status, now=now, generation=generation)
     conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
     second_controller.report(conds, obs.other_controller, now=now)
+    write_failures.report(conds, obs.status_writes)
     loop = LoopState(pool, spec, obs, now, conds, proxy_url, settings_for(spec), slots=last_slots)
     if obs.pool.deleting_since is not None:
         deletion.step(loop)
         return _finish(loop, generation=generation, desired=0)
     if obs.pods is None:
+        blind = unlisted.step(loop) if status_unreadable is None else []
         conds.set(
             Cond.NOT_ACTING,
             true=True,
             reason="RunPodUnavailable",
             message=f"RunPod's pod list could not be read ({obs.runpod_error}); the pool "
-            "creates, terminates and updates nothing until it can (a wired pod whose probes "
-            "fail hard still leaves nginx)",
+            "creates, terminates and updates nothing until it can "
+            + (
+                f"and keeps {', '.join(blind)} in nginx although its probes fail hard: no "
+                "pod passes its probe either, so the fault may be the controller's own "
+                "network"
+                if blind
+                else "(a wired pod whose probes fail hard still leaves nginx)"
+            ),
         )
-        if status_unreadable is None:
-            unlisted.step(loop)
         return _finish(loop, generation=generation, desired=status.desired)
     known = {m.pod_id for m in status.members}
     loop.own(
@@ -133,7 +140,8 @@ def decide(
             owned_pods(spec, obs.pods, members=known), status=status, spec=spec
         )
     )
-    loop.held = unreadable.held(loop.owned)
+    # Members whose next step waits for a write-ahead that failed are kept still too.
+    loop.held = unreadable.held(loop.owned) | obs.status_writes.keep_still
     unreadable.report(conds, loop.owned)
     blockers, wired_now = _blockers(loop)
     # The stored status, not conds.status: this loop's conditions (UnreadablePods,
@@ -194,8 +202,7 @@ def decide(
         coming=len(conds.status.pending_creates()),
     )
     create = steps.create(loop, wish)
-    if create is None:
-        steps.terminate_first(loop, planned, wish)
+    steps.terminate_first(loop, planned, wish if create is None else None)
     # A blocked create does not stop the pool from shrinking by its bad pods first.
     shrunk = create is None and steps.scale_down(loop, planned, desired)
     wants_create = wish is not None or shrunk
@@ -299,6 +306,7 @@ def _drive_members(
             reasons={} if verdict is None else verdict.reasons,
             pool_wide=health.holds(m.pod_id),
             last_wired=not others_wired,
+            network_ok=True,  # this loop read RunPod's pod list
             offered_slot=offered,
             update_refused=bool(m.update and m.update.refused),
             canary=m.pod_id == new_canary,
@@ -341,7 +349,13 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
         mode=mode.value,
         observed_generation=generation,
         desired=desired,
-        ready=sum(1 for m in members if m.phase == Phase.READY and m.slot is not None),
+        # A wired pod whose probes fail hard serves nobody (kept only while the controller
+        # may be blind, rpp/machines/member.py `blind`): Ready never counts it.
+        ready=sum(
+            1
+            for m in members
+            if m.phase == Phase.READY and m.slot is not None and not fails_hard(m, loop.settings)
+        ),
         cost_per_hour=round(
             prices.billed(loop.owned)
             + sum(p or 0.0 for p in unconfirmed.prices(unconfirmed.waiting_members(members))),

@@ -43,12 +43,16 @@ def create_block(
     fit: Candidates,
     now: dt.datetime,
     unconfirmed: str | None = None,
+    unwritten: str | None = None,
 ) -> Block | None:
     """The first safeguard that blocks a create now, or None when a create may go.
 
     `unconfirmed` says which pod RunPod created and does not list yet, if one is
-    (rpp/decide/unconfirmed.py): no create goes out until it shows."""
+    (rpp/decide/unconfirmed.py): no create goes out until it shows. `unwritten` says
+    why the create's intent cannot be stored first (rpp/decide/write_failures.py)."""
     limits = spec.limits
+    if unwritten is not None:
+        return Block("StatusWriteFailing", unwritten)
     until = status.backoff.create_until
     if until is not None and now < until:
         return Block(

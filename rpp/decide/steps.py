@@ -2,18 +2,22 @@
 
 Where it sits: decide, called in order by rpp/decide/pool.py after flagged members
 whose replacement is wired drain (rpp/decide/surge_first.py): the autoscaler sets the
-size (step 7's value feeds steps 4 and shrinking), one create (steps 3 and 4) and
-shrinking one pod at a time. The image release (step 6) follows them, in
-rpp/decide/release.py. Each step appends effects to the `LoopState` and explains itself
-with a condition when it cannot act.
+size (step 7's value feeds steps 4 and shrinking), one create (steps 3 and 4),
+terminate-first for a flagged pod whose replacement cannot be created (with the
+ReplacementBlocked condition for one kept serving), and shrinking one pod at a time.
+The image release (step 6) follows them, in rpp/decide/release.py. Each step appends
+effects to the `LoopState` and explains itself with a condition when it cannot act.
 """
 
 from __future__ import annotations
 
-from rpp.decide import autoscale, capacity, intents, release, surge_first
+from dataclasses import dataclass
+
+from rpp.decide import autoscale, capacity, intents, release, surge_first, write_failures
 from rpp.decide.conditions import Cond
 from rpp.decide.loop_state import LoopState
 from rpp.machines import member_step
+from rpp.machines.signals import down
 from rpp.model.effects import Effect
 from rpp.model.members import DrainReason, MemberRecord, Phase
 from rpp.model.spec import Mode
@@ -69,6 +73,7 @@ def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
             now=loop.now,
             writer=loop.obs.writer,
             image=release.create_image(spec, status.rollout, status.members),
+            unwritten=write_failures.create_hold(loop.obs.status_writes),
         )
         backoff_for_stock = (
             plan.block is not None
@@ -121,7 +126,8 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
     (capacity.scale_down_victim). A flagged pod out of nginx or a warming pod is
     terminated at once; a wired one goes through the drain.
     """
-    victim = capacity.scale_down_victim(planned, desired=desired)
+    dead = frozenset(m.pod_id for m in planned if down(m, loop.settings))
+    victim = capacity.scale_down_victim(planned, desired=desired, down=dead)
     if victim is None:
         return False
     if victim.pod_id in loop.held:
@@ -129,7 +135,7 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
         return False
     signals = loop.plain(victim.pod_id)
     if victim.phase == Phase.FLAGGED:
-        serving = capacity.serving_count(planned)
+        serving = capacity.serving_count(planned, down=dead)
         why = (
             f"the pool has enough without it ({serving} serve or will serve, {desired} "
             "desired): it is not replaced"
@@ -148,35 +154,111 @@ def scale_down(loop: LoopState, planned: list[MemberRecord], desired: int) -> bo
 def terminate_first(
     loop: LoopState, planned: list[MemberRecord], wish: capacity.CreateWish | None
 ) -> None:
-    """When the pool's replacement create is blocked, a flagged member that serves
-    nothing (out of nginx) and has no replacement coming is terminated first: it only
-    bills, and its place (maxPods, cost, a datacenter slot) is what the replacement
-    needs. A flagged member that still serves is never: it keeps serving, and
-    CreateBlocked (or CapacityUnavailable) says what blocks its replacement."""
-    if wish is None or wish.replacement_for is None:
-        return
-    why = _create_blocked(loop)
-    if why is None:
-        return
-    replaced = surge_first.being_replaced(
-        planned, covered=intents.pending_replacements(loop.conds.status)
-    )
-    for victim in [m for m in planned if m.phase == Phase.FLAGGED and m.slot is None]:
-        if victim.pod_id in replaced:
-            continue
-        reason = f"its replacement cannot be created first ({why}); terminating it first"
-        step = member_step.let_go(
-            victim, reason=reason, signals=loop.plain(victim.pod_id), now=loop.now
+    """When the pool's replacement create is blocked (a cap, the create backoff, no
+    stock), a flagged member with no replacement coming is terminated first if it serves
+    nothing (out of nginx, or its probes fail hard): it only bills, and its place
+    (maxPods, cost, a datacenter slot) is what the replacement needs. Its Event names the
+    cap that forced the order; the replacement follows as soon as the cap allows.
+
+    A flagged member that still serves goes by health.whenReplacementBlocked: Keep (the
+    default) serves on with it, and ReplacementBlocked names the pod, its rule, the cap
+    and what a person can do; TerminateFirst drains it, one at a time, and terminates it.
+    `wish` is None when this loop's create goes out or nothing is wanted: nothing waits.
+    """
+    blocked = _create_blocked(loop) if wish is not None and wish.replacement_for else None
+    kept: list[MemberRecord] = []
+    if blocked is not None:
+        replaced = surge_first.being_replaced(
+            planned, covered=intents.pending_replacements(loop.conds.status)
         )
-        planned[planned.index(victim)] = loop.order(victim, step)
+        choice = loop.spec.health.when_replacement_blocked
+        # A flagged pod already leaving makes room: one serving pod drains at a time.
+        leaving = any(
+            m.phase in (Phase.DRAINING, Phase.TERMINATING)
+            and m.drain_reason == DrainReason.REPLACE
+            for m in planned
+        )
+        for victim in [m for m in planned if m.phase == Phase.FLAGGED]:
+            if victim.pod_id in replaced or victim.pod_id in loop.held:
+                continue
+            dead = victim.slot is None or down(victim, loop.settings)
+            if not dead and (choice == "Keep" or leaving):
+                kept.append(victim)
+                continue
+            reason = f"its replacement cannot be created first ({blocked.said})"
+            if dead:
+                reason += "; terminated first, it is replaced as soon as that allows"
+            else:
+                reason += (
+                    "; health.whenReplacementBlocked is TerminateFirst, so it drains and is "
+                    "terminated first, and is replaced as soon as that allows"
+                )
+                leaving = True
+            step = member_step.let_go(
+                victim, reason=reason, signals=loop.plain(victim.pod_id), now=loop.now
+            )
+            planned[planned.index(victim)] = loop.order(victim, step)
+    _report_kept(loop, kept, blocked)
 
 
-def _create_blocked(loop: LoopState) -> str | None:
-    """What keeps this loop's create from happening (its condition's words), if any."""
-    for cond in (Cond.CREATE_BLOCKED, Cond.CAPACITY_UNAVAILABLE):
-        found = loop.conds.status.condition(cond)
-        # A pod RunPod created and does not list yet blocks only for moments: no reason
-        # to terminate anything before its replacement can be created.
-        if found is not None and found.status == "True" and found.reason != "CreateUnconfirmed":
-            return found.message
+@dataclass(frozen=True)
+class _Blocked:
+    """What keeps a replacement from being created first: a cap's reason and its words."""
+
+    reason: str  # MaxPodsReached, CostCapReached, CreateRateLimited, CreateBackoff, NoStock...
+    message: str
+
+    @property
+    def said(self) -> str:
+        return f"{self.reason}: {self.message}"
+
+
+def _create_blocked(loop: LoopState) -> _Blocked | None:
+    """What keeps this loop's create from happening, if anything, from its condition."""
+    status = loop.conds.status
+    found = status.condition(Cond.CREATE_BLOCKED.value)
+    # A pod RunPod created and does not list yet blocks only for moments: no reason
+    # to terminate anything before its replacement can be created.
+    if found is not None and found.status == "True" and found.reason != "CreateUnconfirmed":
+        # The condition says what the pool wants, then "but" what blocks it.
+        return _Blocked(found.reason, found.message.split(" but ", 1)[-1])
+    stock = status.condition(Cond.CAPACITY_UNAVAILABLE.value)
+    if stock is not None and stock.status == "True":
+        return _Blocked("NoStock", "RunPod has no stock for it (see CapacityUnavailable)")
     return None
+    return None
+
+
+def _report_kept(loop: LoopState, kept: list[MemberRecord], blocked: _Blocked | None) -> None:
+    """ReplacementBlocked: the flagged pods kept serving because their replacement is
+    blocked, and what a person can do; cleared when none is."""
+    conds = loop.conds
+    if not kept or blocked is None:
+        conds.clear(
+            Cond.REPLACEMENT_BLOCKED,
+            reason="NothingKept",
+            message="no flagged pod is kept for want of its replacement",
+        )
+        return
+    one = len(kept) == 1
+    pods = ", ".join(
+        f"{m.pod_id} ({m.name}, flagged for {m.flagged_rule or 'a health rule'})" for m in kept
+    )
+    it, waits = ("it", "It waits") if one else ("them", "They wait")
+    lift = {
+        "MaxPodsReached": "Raise limits.maxPods",
+        "CostCapReached": "Raise limits.maxHourlyCostUsd",
+        "CreateRateLimited": f"{waits} for the hour's creates; raise limits.maxCreatesPerHour",
+        "CreateBackoff": f"{waits} for the create backoff",
+        "NoStock": "Widen gpuTypes, datacenters or cloud, or wait for stock",
+        "NoDatacenter": "Allow more datacenters",
+    }.get(blocked.reason, "Lift what blocks the create")
+    conds.set(
+        Cond.REPLACEMENT_BLOCKED,
+        true=True,
+        reason=blocked.reason,
+        message=f"{'pod' if one else 'pods'} {pods} {'serves' if one else 'serve'} on and "
+        f"{'is' if one else 'are'} kept (health.whenReplacementBlocked: Keep): the "
+        f"replacement cannot be created first ({blocked.said}). {lift}, or set "
+        f"health.whenReplacementBlocked: TerminateFirst to drain and terminate {it} first",
+    )

@@ -1,4 +1,4 @@
-"""Surge-first replacement: a bad pod leaves only after its replacement serves.
+"""Surge-first replacement: a bad pod that still serves leaves only after its replacement does.
 
 Where it sits: decide, in three moments of one replacement, all here:
 
@@ -15,8 +15,14 @@ Where it sits: decide, in three moments of one replacement, all here:
    its machine terminates it after drain.period, cooling its datacenter down.
 
 Until then the flagged pod keeps serving, unless it is unreachable, which the member
-machine unwires at once (never the last wired pod: rpp/machines/member.py `last_wired`).
-A scale-down never takes a warming replacement (rpp/decide/capacity.py).
+machine unwires at once (the last wired pod too, unless the controller may be blind:
+rpp/machines/member.py `blind`). A dead pod out of nginx (its probes fail hard, or the
+Unreachable rule is still due) does not wait for moment 3: its machine terminates it at
+once (`terminate_dead`, Event DeadPodTerminated), since it gives no capacity and only
+bills; its replacement, asked for in moment 1, still comes. When its replacement cannot
+be created first, pool step terminate-first decides (rpp/decide/steps.py).
+A scale-down never takes a warming replacement while the pod it replaces is still
+Flagged (rpp/decide/capacity.py).
 """
 
 from __future__ import annotations

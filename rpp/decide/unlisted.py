@@ -12,8 +12,10 @@ it is done here as in a listed loop:
 - every member gets this loop's probe folded into its record (pass streak, probes
   failed hard), its listing facts untouched;
 - a wired Ready member whose probes fail hard is quarantined (the member machine's
-  `observe_unlisted`: the same guards as `observe`'s quarantine, so never the last
-  wired pod, nor while every Ready pod fails its probe, the shared-cause case);
+  `observe_unlisted`: the same guards as `observe`'s quarantine). Without RunPod's list
+  the only sign that the controller's own network works is another pod passing its
+  probe: with one, even the last wired pod leaves; without one, the last wired pod
+  and a pool whose every Ready pod fails stay in nginx (the shared-cause case);
 - the slots ConfigMap is written when that changed it; nothing at all is done when
   the ConfigMap could not be read or serves what the members do not say (a status
   being rebuilt): nothing is ever written over nginx's slots on a guess.
@@ -28,20 +30,23 @@ from rpp.decide.health import MIN_PODS_FOR_POOL_WIDE
 from rpp.decide.loop_state import LoopState
 from rpp.decide.nginx_slots import SlotsFormatError, slots_effect, wired_pods
 from rpp.machines import member_step
-from rpp.machines.signals import MemberSignals, refresh
+from rpp.machines.signals import MemberSignals, fails_hard, refresh
 from rpp.model.effects import RecordEvent
 from rpp.model.members import MemberRecord, Phase
 from rpp.model.spec import Mode
 
 
-def step(loop: LoopState) -> None:
-    """Fold in the probes, quarantine the wired pods that fail hard, write the slots."""
+def step(loop: LoopState) -> list[str]:
+    """Fold in the probes, quarantine the wired pods that fail hard, write the slots.
+
+    Returns the wired pods kept in nginx although their probes fail hard, because
+    nothing this loop shows the controller's own network works (NotActing says so)."""
     status = loop.conds.status
     members = sorted(status.members, key=lambda m: (m.since, m.pod_id))
     if _serving(loop) != {m.slot: m.pod_id for m in members if m.slot is not None}:
         # nginx serves what the status does not say (or its ConfigMap did not read): the
         # status needs a listed loop to be rebuilt, and no write goes over nginx's slots.
-        return
+        return []
     probes = loop.obs.probes
     ready = [m for m in members if m.phase == Phase.READY]
     # Degraded, as far as this loop can tell: its probe failed (no Prometheus rule is
@@ -50,8 +55,10 @@ def step(loop: LoopState) -> None:
     pool_wide = len(ready) >= MIN_PODS_FOR_POOL_WIDE and len(failing) == len(ready)
     manage = loop.spec.mode is Mode.MANAGE
     wired = sum(1 for m in members if m.slot is not None)
+    passed = {pod for pod, p in probes.items() if p.passed}
     planned: list[MemberRecord] = []
     real: list[MemberRecord] = []
+    blind: list[str] = []
     for m in members:
         signals = MemberSignals(
             settings=loop.settings,
@@ -60,10 +67,13 @@ def step(loop: LoopState) -> None:
             pool_wide=pool_wide,
             # Recounted after each member: two failing pods never empty nginx in one loop.
             last_wired=wired - (m.slot is not None) <= 0,
+            network_ok=bool(passed - {m.pod_id}),
         )
         moved = member_step.observe_unlisted(m, signals=signals, now=loop.now)
         if m.slot is not None and moved.record.slot is None:
             wired -= 1
+        elif moved.record.slot is not None and fails_hard(moved.record, loop.settings):
+            blind.append(m.pod_id)
         planned.append(moved.record)
         acts = [e for e in moved.effects if not isinstance(e, RecordEvent)]
         real.append(refresh(m, signals, loop.now, listing=False) if acts else moved.record)
@@ -82,6 +92,7 @@ def step(loop: LoopState) -> None:
         loop.effects.append(write)
     kept = planned if manage else real
     loop.conds.status = status.replace(members=tuple(kept))
+    return blind
 
 
 def _serving(loop: LoopState) -> dict[int, str] | None:

@@ -27,12 +27,23 @@ in the wrong phase, a bug in the pool) into a `ValueError`.
 Quarantine: a wired Ready member whose last 2 probes failed hard (no connection, no
 answer within the probe timeout, or RunPod's proxy answering 404, 502 or 503) leaves
 nginx at once (Ready -> Ready, `quarantine`), not after the Unreachable rule's
-duration, unless it is the last wired pod or the whole pool is degraded, and also in a
-loop that could not read RunPod's listing (a Flagged member still serving is unwired for
-good the same way, `unwire_failing`); it goes back into a free slot after 3 passing
-probes (`release`). It stays Ready and counts toward the pool's size, so its
+duration, and also in a loop that could not read RunPod's listing (a Flagged member
+still serving is unwired for good the same way, `unwire_failing`); it goes back into a
+free slot after 3 passing probes (`release`), or after one when nginx has no pod of
+the pool (`release_into_empty`). The last wired pod, or one of a pool-wide
+degradation, is kept in nginx only while the controller may be blind (`blind`: nothing
+this loop shows its own network works), so a dead pod never stays wired, and so
+billed, for a rule's sake. It stays Ready and counts toward the pool's size, so its
 replacement still waits for a rule's full duration (Ready -> Flagged), which ends the
 quarantine: from then on the replacement takes its place.
+
+Flagged: the pool creates its replacement first (rpp/decide/surge_first.py), and a
+member that still serves (slow, erring, a host notice) keeps serving until it is wired
+(`replacement_wired`). One out of nginx and dead (its probes fail hard, or the
+Unreachable rule is still due) does not wait: it is terminated at once (Flagged ->
+Terminating, `terminate_dead`), since it gives no capacity and only bills. One out of
+nginx but alive goes once health.warmupTimeout passes with no replacement serving
+(`terminate_unserved`).
 
 `StateMachine` (not `StateChart`) on purpose: it writes the phase once per transition
 and lets action exceptions propagate, so a failed decision never half-persists. Only
@@ -51,7 +62,7 @@ from statemachine.transition import Transition
 
 from rpp.machines.member_update import UpdateCallbacks
 from rpp.machines.member_view import MemberView, Move
-from rpp.machines.signals import UNREACHABLE, MemberSignals
+from rpp.machines.signals import UNREACHABLE, MemberSignals, fails_hard
 from rpp.model.members import DrainReason, MemberRecord, Phase, Quarantine, UpdateProgress
 
 Guards = tuple[tuple[Callable[..., Any], bool, tuple[str, ...]], ...]
@@ -91,26 +102,22 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         | ready.to(
             flagged,
             cond=["unreachable_due", "wired"],
-            unless=["last_wired", "pool_wide"],
+            unless=["pool_wide", "blind"],
             on=["flag", "unwire_unreachable"],
         )
         | ready.to(flagged, cond="rule_due", unless="pool_wide", on="flag")
+        | ready.to(ready, cond=["failing_hard", "wired"], unless="blind", on="quarantine")
+        | ready.to(ready, cond=["quarantined", "passes_in_a_row", "slot_offered"], on="release")
         | ready.to(
             ready,
-            cond=["failing_hard", "wired"],
-            unless=["last_wired", "pool_wide"],
-            on="quarantine",
-        )
-        | ready.to(ready, cond=["quarantined", "passes_in_a_row", "slot_offered"], on="release")
-        | flagged.to(
-            flagged,
-            cond=["unreachable_due", "wired"],
-            unless="last_wired",
-            on="unwire_unreachable",
+            cond=["quarantined", "passes_now", "slot_offered", "nginx_empty"],
+            on="release_into_empty",
         )
         | flagged.to(
-            flagged, cond=["failing_hard", "wired"], unless="last_wired", on="unwire_failing"
+            flagged, cond=["unreachable_due", "wired"], unless="blind", on="unwire_unreachable"
         )
+        | flagged.to(flagged, cond=["failing_hard", "wired"], unless="blind", on="unwire_failing")
+        | flagged.to(terminating, cond=["serves_nothing", "dead"], on="terminate_dead")
         | flagged.to(
             terminating, cond=["serves_nothing", "surge_overdue"], on="terminate_unserved"
         )
@@ -139,13 +146,8 @@ class MemberMachine(UpdateCallbacks, StateMachine):
     # lifecycle move without RunPod's word, but quarantine needs none and is safe to
     # repeat, so a dead or hung pod still leaves nginx (rpp/decide/unlisted.py).
     observe_unlisted = ready.to(
-        ready,
-        cond=["failing_hard", "wired"],
-        unless=["last_wired", "pool_wide"],
-        on="quarantine",
-    ) | flagged.to(
-        flagged, cond=["failing_hard", "wired"], unless="last_wired", on="unwire_failing"
-    )
+        ready, cond=["failing_hard", "wired"], unless="blind", on="quarantine"
+    ) | flagged.to(flagged, cond=["failing_hard", "wired"], unless="blind", on="unwire_failing")
     drain = ready.to(draining, validators="valid_drain_order", on="start_drain")
     replacement_wired = flagged.to(draining, on="drain_replaced")
     retire = warming.to(terminating, on="terminate_retired")
@@ -266,6 +268,15 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         """3 probes in a row passed"""
         return self.view.current.pass_streak >= signals.settings.passes_needed
 
+    def passes_now(self) -> bool:
+        """its last probe passed"""
+        return self.view.current.pass_streak >= 1
+
+    def nginx_empty(self, signals: MemberSignals) -> bool:
+        """nginx has no pod of the pool"""
+        # For a member out of nginx, "last wired" means no other member is wired.
+        return self.view.current.slot is None and signals.last_wired
+
     def slot_offered(self, signals: MemberSignals) -> bool:
         """the pool offers a free nginx slot"""
         return signals.offered_slot is not None
@@ -286,17 +297,23 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         """the pod is in an nginx slot"""
         return self.view.current.slot is not None
 
-    def last_wired(self, signals: MemberSignals) -> bool:
-        """it is the last wired pod of the pool"""
-        return signals.last_wired
-
     def pool_wide(self, signals: MemberSignals) -> bool:
         """every Ready pod is degraded (PoolWideDegradation)"""
         return signals.pool_wide
 
+    def blind(self, signals: MemberSignals) -> bool:
+        """it is the last wired pod or all pods fail, and nothing shows the network works"""
+        # No sign: RunPod's pod list was not read this loop and no other pod of the pool
+        # passed its probe. All probes failing at once may be the controller's own network,
+        # and emptying nginx on that guess would stop traffic the pods still serve. But
+        # nginx reaches the pods through the same RunPod proxy as the probes: once this
+        # loop read RunPod's list, or another pod passed its probe, a pod the controller
+        # cannot reach is one nginx cannot use either, so it leaves nginx whatever its rank.
+        return (signals.last_wired or signals.pool_wide) and not signals.network_ok
+
     def failing_hard(self, signals: MemberSignals) -> bool:
         """its last 2 probes failed hard (no answer, or none in time; RunPod's 404, 502, 503)"""
-        return self.view.current.hard_failures >= signals.settings.hard_failures_to_quarantine
+        return fails_hard(self.view.current, signals.settings)
 
     def quarantined(self) -> bool:
         """it is quarantined"""
@@ -315,6 +332,12 @@ class MemberMachine(UpdateCallbacks, StateMachine):
     def serves_nothing(self) -> bool:
         """it is out of nginx"""
         return self.view.current.slot is None
+
+    def dead(self, signals: MemberSignals) -> bool:
+        """its probes fail hard, or the Unreachable rule is still due"""
+        # Surge-first keeps a flagged pod for the capacity it still gives while its
+        # replacement warms; a dead pod out of nginx gives none and only bills.
+        return fails_hard(self.view.current, signals.settings) or UNREACHABLE in signals.flagged
 
     def surge_overdue(self, signals: MemberSignals, now: dt.datetime) -> bool:
         """flagged for health.warmupTimeout: no replacement came to serve in time"""
@@ -419,6 +442,20 @@ class MemberMachine(UpdateCallbacks, StateMachine):
             "row and is back in nginx",
         )
 
+    def release_into_empty(self, signals: MemberSignals) -> None:
+        """Wire(slot); Event PodReleased"""
+        # Waiting for 3 passes guards the other pods' traffic against a flapping pod;
+        # with no other pod in nginx there is none to guard, and every loop out is lost.
+        record = self.view.current
+        self._wire(signals.offered_slot)
+        self.view.change(quarantine=None)
+        self._event(
+            "Normal",
+            "PodReleased",
+            f"pod {record.pod_id} ({record.name}) passed its probe and is back in nginx, "
+            "which had no pod of the pool",
+        )
+
     def unwire_unreachable(self) -> None:
         """Unwire"""
         self._unwire("unreachable")
@@ -489,6 +526,18 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         )
         self._terminate(text, now=now, cooldown=True)
         self._event("Warning", "FlaggedPodTerminated", text)
+
+    def terminate_dead(self, signals: MemberSignals, now: dt.datetime) -> None:
+        """TerminatePod, datacenter to cooldown; Event DeadPodTerminated"""
+        record = self.view.current
+        probe = signals.probe
+        why = (probe.error if probe else None) or "the Unreachable rule is due"
+        text = (
+            f"pod {record.pod_id} ({record.name}) is dead ({why}) and out of nginx: "
+            "terminated now instead of billing until its replacement serves"
+        )
+        self._terminate(text, now=now, cooldown=True)
+        self._event("Warning", "DeadPodTerminated", text)
 
     def terminate_released(self, reason: str | None, now: dt.datetime) -> None:
         """TerminatePod, datacenter to cooldown; Event ReplacedTerminateFirst"""

@@ -79,7 +79,10 @@ class MemberSignals(NamedTuple):
     keeps its breach starts. `pool_wide` is PoolWideDegradation.
     `last_wired` is True when this member is the only wired pod left: the pool
     recomputes it after each member it drives, so two unreachable pods are never
-    both unwired in one loop. `offered_slot` is a free slot the pool offers to this
+    both unwired in one loop. `network_ok` is True when this loop shows the controller's
+    own network works: RunPod's pod list was read, or another pod of the pool passed its
+    probe; the last wired pod and a pool-wide one are kept in nginx only without it
+    (rpp/machines/member.py `blind`). `offered_slot` is a free slot the pool offers to this
     member if it is ready to be wired (None: no slot free, or not this member's turn).
     `update_refused` is True when RunPod refused this member's last UpdatePod.
     `canary` is True for the release's canary (status.rollout.canary) while it is put on
@@ -102,6 +105,7 @@ class MemberSignals(NamedTuple):
     reasons: Mapping[str, str] = MappingProxyType({})
     pool_wide: bool = False
     last_wired: bool = False
+    network_ok: bool = False
     offered_slot: int | None = None
     update_refused: bool = False
     canary: bool = False
@@ -112,6 +116,21 @@ class MemberSignals(NamedTuple):
     @property
     def listed(self) -> bool:
         return self.pod is not None
+
+
+def fails_hard(record: MemberRecord, settings: MemberSettings) -> bool:
+    """Its last probes failed hard, as many as quarantine needs: nginx cannot use it."""
+    return record.hard_failures >= settings.hard_failures_to_quarantine
+
+
+def down(record: MemberRecord, settings: MemberSettings) -> bool:
+    """Dead or hung as far as the pool can tell: its probes fail hard, or it was flagged
+    for Unreachable and is still in breach of it. Such a pod serves nobody, so it never
+    counts as serving: not for Ready, not for "enough pods serve", not as the pod that
+    keeps its replacement waiting (rpp/decide/capacity.py, rpp/decide/steps.py)."""
+    return fails_hard(record, settings) or (
+        record.flagged_rule == UNREACHABLE and UNREACHABLE in record.breaches
+    )
 
 
 def refresh(

@@ -41,6 +41,8 @@ RECONCILE_SECONDS = "runpod_pool_reconcile_seconds"
 ROLLOUT_PHASE = "runpod_pool_rollout_phase"
 ROLLBACKS_TOTAL = "runpod_pool_rollbacks_total"
 LEADER = "runpod_pool_leader"
+STATUS_WRITE_FAILURES_TOTAL = "runpod_pool_status_write_failures_total"
+STATUS_WRITE_FAILING = "runpod_pool_status_write_failing"
 # Exported by `rpp nginx-reloader`, the sidecar in each nginx pod.
 NGINX_RELOADS_TOTAL = "runpod_pool_nginx_reloads_total"
 NGINX_CONFIG_REJECTED = "runpod_pool_nginx_config_rejected"
@@ -121,6 +123,19 @@ SPECS: tuple[MetricSpec, ...] = (
         (POOL,),
         "Pods put back on their old image in place: a canary that failed its bake, or an "
         "update that did not start.",
+    ),
+    MetricSpec(
+        STATUS_WRITE_FAILURES_TOTAL,
+        "counter",
+        (POOL,),
+        "Writes of the pool's status the API server refused (a 409 that outlasted the "
+        "retries, a 5xx, a timeout).",
+    ),
+    MetricSpec(
+        STATUS_WRITE_FAILING,
+        "gauge",
+        (POOL,),
+        "1 while the pool's last status write failed (StatusWriteFailing), else 0.",
     ),
 )
 

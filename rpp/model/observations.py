@@ -186,6 +186,29 @@ class PoolObject:
 
 
 @dataclass(frozen=True)
+class StatusWrites:
+    """How this controller process's writes of the pool's status have gone lately.
+
+    Kept in memory by the reconciler (rpp/controller/status_carry.py), never stored:
+    `failed` writes (each attempt the API server refused, a 409 or any error) since
+    `since` and the last `error`, none while writes land. `ahead_failed`: this loop's
+    write-ahead (rpp/decide/intents.py) did not land, so the loop is decided again with
+    only what is safe to repeat (rpp/decide/write_failures.py); `keep_still` names the
+    members whose next step needs its write-ahead and must wait for one.
+    """
+
+    since: dt.datetime | None = None
+    failed: int = 0
+    error: str | None = None
+    ahead_failed: bool = False
+    keep_still: frozenset[str] = frozenset()
+
+    @property
+    def failing(self) -> bool:
+        return self.failed > 0
+
+
+@dataclass(frozen=True)
 class PoolObservation:
     """Everything observe gathered for one pool in one loop.
 
@@ -211,6 +234,7 @@ class PoolObservation:
     other_controller: str | None = None
     """What this loop saw of another controller writing the pool, in one sentence (its
     status write, or creates this controller did not make); None when nothing."""
+    status_writes: StatusWrites = field(default_factory=StatusWrites)
     writer: str | None = None
     """Who decides: this controller process's identity (its leader Lease holder identity,
     written as status.writer). The pods it creates carry a tag of it in their names, so

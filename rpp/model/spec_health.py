@@ -13,6 +13,8 @@ descriptions.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from rpp.model.spec_fields import Duration, Integer, Section
@@ -93,6 +95,13 @@ class Health(Section):
     hour's creates, covers its need, and no other create goes out."""
     replace_when: ReplaceWhen = Field(default_factory=ReplaceWhen)
     """When a pod is flagged for replacement."""
+    when_replacement_blocked: Literal["Keep", "TerminateFirst"] = "Keep"
+    """What becomes of a flagged pod that still serves when its replacement cannot be
+    created first (limits.maxPods, the cost cap, maxCreatesPerHour, the create backoff or
+    no stock): Keep serves on with it, and the ReplacementBlocked condition names the pod,
+    its rule and the cap; TerminateFirst drains and terminates it, and its replacement is
+    created once the cap allows. A pod that serves nothing (dead, hung) is terminated
+    first either way."""
     pool_wide_hold: Duration = 1800.0
     """How long PoolWideDegradation (every Ready pod degraded alike and together) keeps
     every pod from being replaced. Then the worst pod is replaced; once its replacement

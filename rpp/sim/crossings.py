@@ -9,13 +9,15 @@ sent and after it is answered; this is the world's side of that report:
 - a scripted Kubernetes fault for the status write strikes (`do: fault` with
   `operation: status-write`): `Conflict` answers 409 without storing anything, and
   `OtherWriter` stores another writer's status first, so the process's write meets a
-  status it did not read (its write is then lost, as it should be);
+  status it did not read (its write is then lost, as it should be); a `Conflict` with
+  `for` is a storm: every status write answers 409 for that long;
 - listeners hear each RunPod request before it is sent: the invariant checker learns
   there which pods the controller touches.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,9 +40,11 @@ CrashListener = Callable[[str], None]
 
 @dataclass(frozen=True)
 class KubeFault:
-    """One scripted failure of a Kubernetes write (`kind` is one of KUBE_FAULT_KINDS)."""
+    """One scripted failure of a Kubernetes write (`kind` is one of KUBE_FAULT_KINDS);
+    with `seconds`, every write of its target fails so for that long (a storm)."""
 
     kind: str
+    seconds: float | None = None
 
 
 class WorldCrossings:
@@ -54,19 +58,33 @@ class WorldCrossings:
         self.call_listeners: list[CallListener] = []
         self.crash_listeners: list[CrashListener] = []
         self.kube_faults_struck = 0
+        self.storms: dict[str, tuple[dt.datetime, KubeFault]] = {}  # target -> until, fault
 
     def fault_next(self, target: str, fault: KubeFault, *, times: int = 1) -> None:
+        if fault.seconds is not None:
+            until = self.clock.now() + dt.timedelta(seconds=fault.seconds)
+            self.storms[target] = (until, fault)
+            return
         self.kube_faults.setdefault(target, deque()).extend([fault] * times)
+
+    def _storm(self, target: str) -> KubeFault | None:
+        storm = self.storms.get(target)
+        if storm is None or self.clock.now() >= storm[0]:
+            return None
+        return storm[1]
 
     async def before(self, life: Lifeline, target: str, request: httpx.Request | None) -> None:
         if request is not None:
             for listener in self.call_listeners:
                 listener(target, request)
         self._maybe_crash(life, "before", target)
+        if target != STATUS_WRITE:
+            return
         queue = self.kube_faults.get(target)
-        if target == STATUS_WRITE and queue:
+        fault = queue.popleft() if queue else self._storm(target)
+        if fault is not None:
             self.kube_faults_struck += 1
-            await self._strike(queue.popleft())
+            await self._strike(fault)
 
     async def after(self, life: Lifeline, target: str) -> None:
         self._maybe_crash(life, "after", target)

@@ -27,7 +27,8 @@ they live on the cloud (`set_stock`, `schedule_stock`).
 A scenario file scripts the same queue: `do: fault` (operation, kind, times) queues
 faults at a time, and `cloud.faults: {rate, kinds}` makes every call suffer a fault
 at that rate, drawn from a generator seeded by the scenario, so a run replays
-exactly (`FaultQueue.at_random`). `struck` counts every fault dealt, by kind.
+exactly (`FaultQueue.at_random`). `struck` counts every fault dealt, by kind; `listeners`
+hear each one with its operation (the invariant checker learns when a listing failed).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import dataclasses
 import datetime as dt
 import random
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -388,6 +389,7 @@ class FaultQueue:
         self._clock: Any = None
         self._random_until: dt.datetime | None = None
         self.struck: Counter[str] = Counter()  # faults dealt, by kind
+        self.listeners: list[Callable[[str, Fault], None]] = []  # each fault dealt
 
     def at_random(
         self, faults: RandomFaults | None, *, seed: str | int = 0, clock: Any = None
@@ -431,6 +433,8 @@ class FaultQueue:
         fault = self._scripted(operation) or self._drawn(operation)
         if fault is not None:
             self.struck[fault.kind] += 1
+            for listener in self.listeners:
+                listener(operation, fault)
         return fault
 
     def _scripted(self, operation: str) -> Fault | None:

@@ -22,6 +22,12 @@ What a scenario holds, each drawn from its own generator:
   whole run (`cloud.listingLag`) or for a few creates from a chosen time (`ListingLag`
   faults); drawn from a generator of its own, so the rest of a scenario is the one an
   earlier soak drew for its seed and index;
+- issue 25's shapes (rpp/sim/generate_shapes.py), each for a share of the scenarios,
+  from a generator of its own too: a single-pod pool at its caps whose pod dies or
+  hangs, independent failures minutes apart, every pod dying at once (sometimes with
+  no stock for a while), a status-write storm of 10 to 60 minutes;
+- a step of the controller host's wall clock, an hour or ten minutes either way
+  (`do: clock-step`), from a generator of its own as well;
 - controller crashes at every kind of point (before and after each RunPod operation,
   the status write and the slots write, between two effects, or anywhere), cycled
   over the soak so every kind is hit;
@@ -35,6 +41,7 @@ import random
 from typing import Any
 
 from rpp.sim.crash_points import EVERY_POINT
+from rpp.sim.generate_shapes import draw_shapes
 
 POOL = "soak"
 PREFIX = f"rpp-{POOL}-"
@@ -58,6 +65,8 @@ CRASH_POINTS: tuple[Any, ...] = (
 )
 LISTING_LAGS = (30, 65, 90, 150)
 """Seconds from a create's 201 to its pod in RunPod's list: the lags issue 25 measured."""
+CLOCK_STEPS = (3600, -3600, 600, -600)
+"""Seconds the controller host's clock steps by (issue 25 measured an hour either way)."""
 SETTLE_S = 45 * 60.0
 """Quiet time at the end: enough for a replacement to be created, warm and drain."""
 
@@ -77,8 +86,14 @@ def generate(seed: int, index: int, *, duration: float | None = None) -> dict[st
     cloud = gen.cloud(pool)
     events = gen.events(pool)
     _listing_lag(random.Random(f"soak:{seed}:{index}:listing-lag"), cloud, events, active)
+    _clock_step(random.Random(f"soak:{seed}:{index}:clock-step"), events, active)
+    shapes = random.Random(f"soak:{seed}:{index}:shapes")
+    drawn = draw_shapes(
+        shapes, pool=pool, cloud=cloud, events=events, active=active, prefix=PREFIX
+    )
+    told = f" ({', '.join(drawn)})" if drawn else ""
     return {
-        "description": f"soak scenario {index} of seed {seed}",
+        "description": f"soak scenario {index} of seed {seed}{told}",
         "duration": f"{total:g}s",
         "interval": "30s",
         "pool": pool,
@@ -103,6 +118,19 @@ def _listing_lag(
                 "times": rng.randint(1, 3),
             }
         )
+
+
+def _clock_step(rng: random.Random, events: list[dict[str, Any]], active: float) -> None:
+    """The controller host's wall clock steps, an hour or minutes either way; sometimes
+    it steps back later, as NTP corrects a clock a person set wrong."""
+    if rng.random() >= 0.2:
+        return
+    by = rng.choice(CLOCK_STEPS)
+    at = rng.uniform(300.0, active * 0.7)
+    events.append({"at": f"{at:.0f}s", "do": "clock-step", "by": f"{by:+d}s"})
+    if rng.random() < 0.5:
+        back = rng.uniform(at + 60.0, active)
+        events.append({"at": f"{back:.0f}s", "do": "clock-step", "by": f"{-by:+d}s"})
 
 
 class _Generator:

@@ -121,6 +121,11 @@ class FakeInferencePod:
         invariant checker asks)."""
         return self._mode is ServiceMode.HEALTHY
 
+    def answers_within(self, seconds: float) -> bool:
+        """Healthy, and each answer (a probe's too) added no more than `seconds` of delay:
+        a pod slower than the probe timeout fails its probes like a hung one."""
+        return self.answers and self._slow_s < seconds
+
     def die(self) -> None:
         """The service dies: 502 at once, for new requests and those in flight."""
         self._set_mode(ServiceMode.DIES)

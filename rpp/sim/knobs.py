@@ -4,10 +4,11 @@ Where it sits: between the scenario file (rpp/sim/scenario.py) and the world
 (rpp/sim/world.py), outside observe -> decide -> act. Each event turns one knob of the
 fake cloud (stock, a machine note, a pod terminated in the console), of one fake pod
 (die, hang, slow, errors, recover, restart), of the fake Prometheus (load), of the
-in-memory Kubernetes (apply: a human's merge patch; delete: `kubectl delete rpp`), of
-the API itself (fault: the next calls of an operation fail) or of the controller
-(controller-restart: killed now, or armed to die at a crash point,
-rpp/sim/crash_points.py), and says in words what happened for the timeline.
+in-memory Kubernetes (apply: a human's merge patch, or the pool created again when it was
+deleted; delete: `kubectl delete rpp`), of the API itself (fault: the next calls of an
+operation fail) or of the controller (controller-restart: killed now, or armed to die at
+a crash point, rpp/sim/crash_points.py; clock-step: its host's wall clock steps), and says
+in words what happened for the timeline.
 
 `pod: N` is the Nth pool pod by creation, counting pods already gone, so a scenario can
 name a replacement before it exists; an event for a pod that does not exist (yet, or any
@@ -21,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rpp.adapters.clock import step_text, to_rfc3339
 from rpp.sim.crossings import KubeFault
 from rpp.sim.scenario import ScenarioEvent
 from rpp.sim.world import CloudChange, World
@@ -79,8 +81,14 @@ async def _turn(world: World, event: ScenarioEvent, *, pool: str) -> str:
         return f"autoscaling.query now returns {event.value:g}"
     if event.do == "apply":
         assert event.patch is not None
+        existed = world.kube.has_pool(pool)
         world.patch_pool(pool, event.patch["spec"])
-        return f"kubectl patch: spec {_flat(event.patch['spec'])}"
+        if existed:
+            return f"kubectl patch: spec {_flat(event.patch['spec'])}"
+        return (
+            f"kubectl apply: the pool was deleted, so it is created again from the "
+            f"scenario's manifest with every apply so far (spec {_flat(event.patch['spec'])})"
+        )
     if event.do == "controller-restart":
         if event.point is not None:
             world.crossings.crashes.arm(event.point)
@@ -93,6 +101,8 @@ async def _turn(world: World, event: ScenarioEvent, *, pool: str) -> str:
         return _fault_knob(world, event)
     if event.do == "edit-status":
         return await _edit_status(world, pool, event.status)
+    if event.do == "clock-step":
+        return _clock_step(world, event)
     return _pod_knob(world, event, pool=pool)
 
 
@@ -105,6 +115,16 @@ async def _edit_status(world: World, pool: str, status: Any) -> str:
     await world.kube.replace_pool_status(pool, status=stored, resource_version=version)
     what = f"replaced by {json.dumps(stored)[:80]}" if stored else "emptied"
     return f"the pool's status is {what} (a hand edit, or a restore without status)"
+
+
+def _clock_step(world: World, event: ScenarioEvent) -> str:
+    """The controller host's wall clock steps; true time and the API server's Date do not."""
+    assert event.by is not None
+    world.host_clock.step(event.by)
+    return (
+        f"the controller host's wall clock steps {step_text(event.by)} (it reads "
+        f"{to_rfc3339(world.host_clock.now())}); true time and the API server's Date go on"
+    )
 
 
 def _delete(world: World, pool: str) -> str:
@@ -124,6 +144,9 @@ def _delete(world: World, pool: str) -> str:
 def _fault_knob(world: World, event: ScenarioEvent) -> str:
     assert event.operation is not None
     assert event.fault is not None
+    if isinstance(event.fault, KubeFault) and event.fault.seconds is not None:
+        world.crossings.fault_next(event.operation, event.fault)
+        return f"every {event.operation} for {event.fault.seconds:g}s answers 409 (a storm)"
     calls = "call" if event.times == 1 else f"{event.times} calls"
     if isinstance(event.fault, KubeFault):
         world.crossings.fault_next(event.operation, event.fault, times=event.times)

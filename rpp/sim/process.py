@@ -14,6 +14,10 @@ which:
 - refuse everything once the process is dead (`Lifeline`): a killed process does
   nothing more, not even in its `finally` blocks, as with `kill -9`.
 
+Each process keeps time as `rpp run` does (rpp/adapters/clock.py `SteadyClock`): its host's
+wall clock, which `do: clock-step` steps, counted on true elapsed time and anchored on the
+in-memory API server's Date (true time), which `ProcessKube` reports with every answer.
+
 Death is `ControllerKilled`, a BaseException: no `except Exception` in the controller
 can catch it and carry on, so nothing after the crash point runs. The process's tasks
 are then cancelled and a new process starts that knows only what Kubernetes and RunPod
@@ -31,7 +35,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 
 from rpp.act.executor import Executor
-from rpp.adapters.clock import Clock
+from rpp.adapters.clock import Clock, ServerDates, SteadyClock, http_date
 from rpp.adapters.kube.api import (
     EventType,
     KubeApi,
@@ -137,27 +141,44 @@ class ProcessPods:
 class ProcessKube:
     """The in-memory Kubernetes as one process sees it; status and slots writes cross."""
 
-    def __init__(self, inner: MemoryKubeApi, *, life: Lifeline, crossings: Crossings) -> None:
+    def __init__(
+        self,
+        inner: MemoryKubeApi,
+        *,
+        life: Lifeline,
+        crossings: Crossings,
+        dates: ServerDates | None = None,
+        server_clock: Clock | None = None,
+    ) -> None:
         self.inner = inner
         self.life = life
         self.crossings = crossings
+        self.dates = dates
+        self.server_clock = server_clock
+
+    def _enter(self) -> None:
+        """Dead, or the API server answers, with its `Date` (true time: the cluster's)."""
+        self.life.check()
+        if self.dates is not None and self.server_clock is not None:
+            sent = self.dates.elapsed()
+            self.dates.server_answered(http_date(self.server_clock.now()), sent=sent)
 
     @property
     def settings(self) -> KubeSettings:
         return self.inner.settings
 
     async def list_pools(self) -> list[dict[str, Any]]:
-        self.life.check()
+        self._enter()
         return await self.inner.list_pools()
 
     async def get_pool(self, name: str) -> dict[str, Any]:
-        self.life.check()
+        self._enter()
         return await self.inner.get_pool(name)
 
     async def replace_pool_status(
         self, name: str, *, status: Mapping[str, Any], resource_version: str
     ) -> dict[str, Any]:
-        self.life.check()
+        self._enter()
         await self.crossings.before(self.life, STATUS_WRITE, None)
         stored = await self.inner.replace_pool_status(
             name, status=status, resource_version=resource_version
@@ -168,17 +189,17 @@ class ProcessKube:
     async def set_pool_finalizers(
         self, name: str, *, finalizers: Sequence[str], resource_version: str
     ) -> dict[str, Any]:
-        self.life.check()
+        self._enter()
         return await self.inner.set_pool_finalizers(
             name, finalizers=finalizers, resource_version=resource_version
         )
 
     async def annotate_pool(self, name: str, *, annotations: Mapping[str, str]) -> dict[str, Any]:
-        self.life.check()
+        self._enter()
         return await self.inner.annotate_pool(name, annotations=annotations)
 
     async def read_config_map(self, name: str) -> StoredConfigMap | None:
-        self.life.check()
+        self._enter()
         return await self.inner.read_config_map(name)
 
     async def create_config_map(
@@ -189,7 +210,7 @@ class ProcessKube:
         labels: Mapping[str, str],
         annotations: Mapping[str, str] | None = None,
     ) -> StoredConfigMap:
-        self.life.check()
+        self._enter()
         await self.crossings.before(self.life, SLOTS_WRITE, None)
         stored = await self.inner.create_config_map(
             name, data=data, labels=labels, annotations=annotations
@@ -200,14 +221,14 @@ class ProcessKube:
     async def replace_config_map(
         self, current: StoredConfigMap, *, data: Mapping[str, str]
     ) -> StoredConfigMap:
-        self.life.check()
+        self._enter()
         await self.crossings.before(self.life, SLOTS_WRITE, None)
         stored = await self.inner.replace_config_map(current, data=data)
         await self.crossings.after(self.life, SLOTS_WRITE)
         return stored
 
     async def read_secret(self, name: str) -> SecretData | None:
-        self.life.check()
+        self._enter()
         return await self.inner.read_secret(name)
 
     async def emit_event(
@@ -219,7 +240,7 @@ class ProcessKube:
         message: str,
         now: dt.datetime,
     ) -> None:
-        self.life.check()
+        self._enter()
         await self.inner.emit_event(pool, type_=type_, reason=reason, message=message, now=now)
 
     async def watch_pools(self) -> AsyncGenerator[PoolEvent, None]:
@@ -229,17 +250,17 @@ class ProcessKube:
             yield event
 
     async def get_lease(self, name: str) -> dict[str, Any] | None:
-        self.life.check()
+        self._enter()
         return await self.inner.get_lease(name)
 
     async def create_lease(self, name: str, *, spec: Mapping[str, Any]) -> dict[str, Any]:
-        self.life.check()
+        self._enter()
         return await self.inner.create_lease(name, spec=spec)
 
     async def replace_lease(
         self, name: str, *, spec: Mapping[str, Any], resource_version: str
     ) -> dict[str, Any]:
-        self.life.check()
+        self._enter()
         return await self.inner.replace_lease(name, spec=spec, resource_version=resource_version)
 
     async def close(self) -> None:
@@ -256,6 +277,7 @@ class ControllerParts:
         pods: PodClient,
         kube: MemoryKubeApi,
         clock: Clock,
+        host: Clock | None = None,
         api_key: str,
         prometheus_transport: httpx.AsyncBaseTransport | None,
         prometheus_url: str | None,
@@ -266,8 +288,17 @@ class ControllerParts:
     ) -> None:
         self.life = Lifeline()
         self.registry = CollectorRegistry()
+        # The process keeps time as `rpp run` does: its host's wall clock (`host`, which a
+        # scenario may step), counted on a monotonic clock (true elapsed time) and anchored
+        # on the API server's Date (true time). `clock` is the world's true time.
+        origin = clock.now()
+        self.clock = steady = SteadyClock(
+            host=host or clock, monotonic=lambda: (clock.now() - origin).total_seconds()
+        )
         wired = ProcessTransport(transport, life=self.life, crossings=crossings)
-        self.kube = ProcessKube(kube, life=self.life, crossings=crossings)
+        self.kube = ProcessKube(
+            kube, life=self.life, crossings=crossings, dates=steady, server_clock=clock
+        )
         self.runpod = RunPodClient(
             api_key=api_key,
             base_url=API_URL,
@@ -289,7 +320,7 @@ class ControllerParts:
             executor=Executor(runpod=self.runpod, kube=self.kube, checkpoint=between_effects),
             prober=Prober(client=ProcessPods(pods, life=self.life)),
             prometheus=PrometheusClient(base_url=prometheus_url, client=self.prom_http),
-            clock=clock,
+            clock=steady,
             metrics=self.metrics,
             identity=identity,
         )
@@ -297,7 +328,7 @@ class ControllerParts:
             kube=self.kube,
             runpod=self.runpod,
             reconciler=self.reconciler,
-            clock=clock,
+            clock=steady,
             interval=interval,
             metrics=self.metrics,
             secrets=(api_key,),

@@ -63,6 +63,7 @@ EVENTS: dict[str, tuple[bool, tuple[str, ...], tuple[str, ...]]] = {
     "delete": (False, (), ()),
     "fault": (False, ("operation", "kind"), ("times",)),
     "edit-status": (False, ("status",), ()),
+    "clock-step": (False, ("by",), ()),
 }
 
 
@@ -92,6 +93,7 @@ class ScenarioEvent:
     fault: Fault | KubeFault | None = None
     times: int = 1
     status: Any = None  # edit-status: what the pool's status becomes (any YAML value)
+    by: float | None = None  # clock-step: seconds the controller's host clock steps, signed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,6 +217,17 @@ def _seconds(value: Any, path: str) -> float:
         raise ScenarioError(f"{path}: {error}") from None
 
 
+def _signed_seconds(value: Any, path: str) -> float:
+    """A duration that may step backwards: 1h, -1h, +30m, or seconds (-3600)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = value.strip() if isinstance(value, str) else value
+    sign = -1.0 if isinstance(text, str) and text.startswith("-") else 1.0
+    if isinstance(text, str) and text[:1] in "+-":
+        text = text[1:]
+    return sign * _seconds(text, path)
+
+
 def _event(item: Any, *, index: int, duration: float) -> ScenarioEvent:
     path = f"events[{index}]"
     if not isinstance(item, Mapping):
@@ -276,6 +289,8 @@ def _event(item: Any, *, index: int, duration: float) -> ScenarioEvent:
                 f"{path}.status: expected the status as stored (a mapping), or {{}} for none"
             )
         fields["status"] = copy.deepcopy(dict(status or {}))
+    elif do == "clock-step":
+        fields["by"] = _signed_seconds(item["by"], f"{path}.by")
     return ScenarioEvent(at=at, do=do, index=index, **fields)
 
 
@@ -296,7 +311,8 @@ def _fault(item: Mapping[str, Any], path: str) -> dict[str, Any]:
             raise ScenarioError(
                 f"{path}.kind: {STATUS_WRITE} takes {' or '.join(KUBE_FAULT_KINDS)}"
             )
-        return {"operation": operation, "fault": KubeFault(described["kind"]), "times": times}
+        storm = KubeFault(described["kind"], seconds=_storm_seconds(described, path))
+        return {"operation": operation, "fault": storm, "times": times}
     try:
         check_operation(operation)
         fault = fault_from_dict(described, where=f"{path}.kind")
@@ -311,6 +327,14 @@ def _fault(item: Mapping[str, Any], path: str) -> dict[str, Any]:
             "use operation: createPod"
         )
     return {"operation": operation, "fault": fault, "times": times}
+
+
+def _storm_seconds(described: Mapping[str, Any], path: str) -> float | None:
+    """`{kind: Conflict, for: 30m}`: every status write answers 409 for that long."""
+    extra = [key for key in described if key not in ("kind", "for")]
+    if extra or ("for" in described and described["kind"] != "Conflict"):
+        raise ScenarioError(f"{path}.kind: {STATUS_WRITE} takes {{kind: Conflict, for: 30m}}")
+    return _seconds(described["for"], f"{path}.kind.for") if "for" in described else None
 
 
 def _stock(item: Mapping[str, Any], path: str) -> dict[str, Any]:

@@ -344,8 +344,8 @@ def clock_text(seconds: float) -> str:
 
 TABLE_LEGEND = (
     "  READY: the Ready condition, True when the desired pods are Ready and in nginx;",
-    "  REASON: why. SERVING: members in phase Ready (each serves in an nginx slot); a",
-    "  Flagged pod also serves until its replacement is Ready.",
+    "  REASON: why. SERVING: members in phase Ready, in an nginx slot, whose probes do",
+    "  not fail hard; a Flagged pod still in nginx also serves until its replacement does.",
     "  PLANNED: the actions DryRun would take (status.plannedActions), always 0 in Manage",
     "  and Observe. ROLLOUT: where the release of spec.image is (status.rollout.phase).",
     "  SINCE: when the member entered its phase.",

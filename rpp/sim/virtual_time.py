@@ -11,7 +11,9 @@ would spin: the simulator never opens any.
 
 `VirtualClock` is the `rpp.adapters.clock.Clock` of that world: wall time = a fixed start plus
 the loop's virtual seconds, so decide's `now`, the fake cloud's lifecycle and the
-fake pods' process start times all agree with the loop's timers.
+fake pods' process start times all agree with the loop's timers. `SteppedClock` is the
+controller host's wall clock: true time plus the steps a scenario made to it
+(`do: clock-step`), which the controller's steady clock must not follow.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import selectors
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from rpp.adapters.clock import UTC
+from rpp.adapters.clock import UTC, Clock
 
 T = TypeVar("T")
 
@@ -68,6 +70,20 @@ class VirtualClock:
 
     def now(self) -> dt.datetime:
         return self.start + dt.timedelta(seconds=self.loop.time())
+
+
+class SteppedClock:
+    """A host's wall clock: another clock plus the steps made to it (NTP, `date -s`)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.offset = dt.timedelta()
+
+    def now(self) -> dt.datetime:
+        return self.clock.now() + self.offset
+
+    def step(self, seconds: float) -> None:
+        self.offset += dt.timedelta(seconds=seconds)
 
 
 def run_virtual(

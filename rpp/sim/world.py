@@ -51,9 +51,10 @@ from rpp.sim.crossings import WorldCrossings
 from rpp.sim.fake_prometheus import FakePrometheus
 from rpp.sim.in_process import InProcessPods, ResponderTransport
 from rpp.sim.inference import FakeInferencePod
-from rpp.sim.kube_memory import MemoryKubeApi
+from rpp.sim.kube_memory import MemoryKubeApi, merge_patch
 from rpp.sim.process import ControllerParts
 from rpp.sim.proxy import ProxyApp
+from rpp.sim.virtual_time import SteppedClock
 
 PROMETHEUS_URL = "http://prometheus.fake"
 API_KEY = "sim-key-not-secret"
@@ -158,6 +159,7 @@ class World:
         self.pods: dict[str, FakeInferencePod] = {}
         self.created: list[tuple[str, str]] = []  # (pod id, name), every pod ever, in order
         self._specs: dict[str, RunPodPoolSpec] = {}
+        self._manifests: dict[str, Mapping[str, Any]] = {}  # as applied, every patch merged in
         # Per pool: the slots ConfigMap's name and resourceVersion, and its wired pods.
         self._targets: dict[str, tuple[str, str, list[str]]] = {}
         self._queries: dict[str, tuple[str, str]] = {}
@@ -176,6 +178,7 @@ class World:
         self.transport = httpx.ASGITransport(app=CloudApi(self.cloud))  # RunPod's API
         self.pod_client = InProcessPods(ProxyApp(self.cloud).respond)  # pods, by proxy
         self.kube = MemoryKubeApi(KubeSettings(namespace=namespace), clock=clock)
+        self.host_clock = SteppedClock(clock)  # the controller's host: `do: clock-step`
         self.crossings = WorldCrossings(self.kube, clock)
         self.restarts = 0
         self.prometheus: FakePrometheus | None = None
@@ -203,6 +206,7 @@ class World:
             pods=self.pod_client,
             kube=self.kube,
             clock=self.clock,
+            host=self.host_clock,
             api_key=self.api_key,
             prometheus_transport=self.prometheus_transport,
             prometheus_url=self.prometheus_url,
@@ -276,12 +280,22 @@ class World:
 
     def apply_pool(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         obj = self.kube.apply_pool(manifest)
+        self._manifests[obj["metadata"]["name"]] = manifest
         self._remember(obj)
         return obj
 
     def patch_pool(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
-        """A human's `kubectl patch --type merge` of the pool's spec."""
-        obj = self.kube.patch_pool_spec(name, patch)
+        """A human's `kubectl apply` of the pool's spec changed by `patch`: a merge patch
+        while the pool exists (being deleted too); once it is gone, the pool created again
+        from its manifest with every patch so far merged in, as `kubectl apply` would."""
+        manifest = self._manifests.get(name)
+        if manifest is not None:
+            spec = merge_patch(manifest.get("spec") or {}, patch)
+            self._manifests[name] = manifest = {**manifest, "spec": spec}
+        if manifest is None or self.kube.has_pool(name):
+            obj = self.kube.patch_pool_spec(name, patch)
+        else:
+            obj = self.kube.apply_pool(manifest)
         self._remember(obj)
         return obj
 

@@ -45,11 +45,20 @@ def test_a_flagged_pod_with_a_warming_replacement_goes_first_when_the_pool_shrin
         s.apply(replicas={"min": 3, "max": 3})
         before = await s.until(lambda st: st.ready == 3, limit=20)
         victim = sorted(ready_pods(before))[0]
-        s.world.pods[victim].die()
-        await s.until(lambda st: any(m.replacement_for == victim for m in st.members), limit=20)
+        # Slow, not dead: a flagged pod that still serves waits for its replacement
+        # (surge-first); a dead one would be terminated at once, and with it the story.
+        s.world.pods[victim].slow(8.0)
+        warming = await s.until(
+            lambda st: any(m.replacement_for == victim for m in st.members), limit=40
+        )
+        flagged = warming.member(victim)
+        assert flagged is not None
+        assert (flagged.phase, flagged.wired) == ("Flagged", True), "it still serves"
         s.apply(replicas={"min": 2, "max": 2})
-        final = await s.until(lambda st: st.member(victim) is None, limit=4)
+        final = await s.until(lambda st: st.member(victim) is None, limit=20)
         assert set(ready_pods(before)) - {victim} <= {m.pod_id for m in final.members}
+        left = [h for h in final.history if h.pod == victim and h.action == "transition"]
+        assert any(h.outcome == "Flagged -> Draining" for h in left), "drained: it served"
         settled = await s.until(lambda st: len(st.members) == 2 and st.ready == 2, limit=20)
         assert set(ready_pods(settled)) == set(ready_pods(before)) - {victim}
 

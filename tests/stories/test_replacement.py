@@ -81,21 +81,33 @@ def test_hung_pod_times_out_and_is_replaced_like_a_dead_one() -> None:
     story(body)
 
 
-def test_the_last_wired_pod_keeps_serving_while_unreachable() -> None:
+def test_the_last_wired_pod_leaves_nginx_once_dead_and_stops_billing_without_stock() -> None:
     async def body(s: Story) -> None:
         before = await healthy_pool(s)
         first, second = sorted(ready_pods(before))
-        s.out_of_stock()  # no replacement can come: `second` stays the last wired pod
+        s.out_of_stock()  # no replacement can come: `second` is the last wired pod
         s.world.pods[first].die()
-        await s.until(lambda st: (m := st.member(first)) is not None and m.slot is None)
+        await s.until(lambda st: (m := st.member(first)) is None or m.phase != "Ready")
         s.world.pods[second].die()
-        status = await s.loops(8)
-        assert status.status is not None
-        second_member = status.status.member(second)
-        assert second_member is not None
-        assert second_member.slot is not None, "the last wired pod is never unwired"
-        assert second in s.wired().values()
-        assert list(s.wired().values()) == [second]
+        await s.loops(2)
+        assert s.wired() == {}, "RunPod's list reads: a dead pod is dead for nginx too"
+        final = await s.until(lambda st: not st.members, limit=20)
+        assert final.ready == 0
+        assert not s.world.cloud.pods, "both dead pods terminated first, none billing"
+        moves = [h for h in final.history if h.pod == first and h.action == "transition"]
+        flagged, terminated = (
+            next(h for h in moves if h.outcome == f"{source} -> {target}")
+            for source, target in (("Ready", "Flagged"), ("Flagged", "Terminating"))
+        )
+        assert moves.index(terminated) == moves.index(flagged) + 1
+        assert (terminated.time - flagged.time).total_seconds() <= 60, "the next loop"
+        reasons = {
+            pod: [e["reason"] for e in s.world.kube.events if pod in e["message"]]
+            for pod in (first, second)
+        }
+        assert "DeadPodTerminated" in reasons[first], "dead and out of nginx: terminated"
+        assert "ReplacedTerminateFirst" not in reasons[first]
+        assert "ReplacedTerminateFirst" in reasons[second], "no stock: terminated first"
 
     story(body)
 

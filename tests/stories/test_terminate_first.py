@@ -92,7 +92,7 @@ def test_a_dead_pod_with_no_room_then_a_smaller_pool_converges_to_its_size() -> 
     story(body, manifest=tight(4))
 
 
-def test_a_dead_pod_whose_replacement_never_warms_is_terminated_after_one_warm_up() -> None:
+def test_a_flagged_pod_whose_replacement_never_warms_is_terminated_after_one_warm_up() -> None:
     async def body(s: Story) -> None:
         before = await s.until(lambda st: st.ready == 2, limit=20)
         victim = sorted(ready_pods(before))[0]
@@ -101,10 +101,15 @@ def test_a_dead_pod_whose_replacement_never_warms_is_terminated_after_one_warm_u
         flagged = await s.until(
             lambda st: (m := st.member(victim)) is not None and m.phase == "Flagged", limit=20
         )
+        # Back the loop it is flagged: out of nginx but alive, so not terminated as dead;
+        # it waits for its replacement (surge-first), which never warms.
+        s.world.pods[victim].recover()
         flagged_at = flagged.member(victim).since  # type: ignore[union-attr]
         await s.until(lambda st: st.member(victim) is None, limit=60)
         events = [e for e in s.world.kube.events if e["reason"] == "FlaggedPodTerminated"]
         assert len(events) == 1
+        assert victim in events[0]["message"]
+        assert not [e for e in s.world.kube.events if e["reason"] == "DeadPodTerminated"]
         terminated = next(
             h.time for h in s.status().history if h.pod == victim and h.action == "terminate"
         )

@@ -39,6 +39,7 @@ from kubernetes.aio.client.api_client import ApiClient
 from kubernetes.aio.client.configuration import Configuration
 
 from rpp import __version__
+from rpp.adapters.clock import ServerDates
 from rpp.adapters.kube import events, transport, watch_stream, watching
 from rpp.adapters.kube.api import (
     AlreadyExists,
@@ -67,10 +68,17 @@ class RealKubeApi:
     """`KubeApi` against a real API server (or kmock in the tests)."""
 
     def __init__(
-        self, api_client: ApiClient, settings: KubeSettings, *, patience: Patience | None = None
+        self,
+        api_client: ApiClient,
+        settings: KubeSettings,
+        *,
+        patience: Patience | None = None,
+        dates: ServerDates | None = None,
     ) -> None:
         self._api_client = api_client
         self._settings = settings
+        # The controller's clock checks itself against each answer's Date: no extra request.
+        self._dates = dates
         self._answers = TransientAnswers(patience)
         # The API server names a write's manager after the User-Agent when the request
         # gives no fieldManager; and its audit log shows it.
@@ -92,13 +100,14 @@ class RealKubeApi:
         ca_file: str | None = None,
         verify_ssl: bool = True,
         patience: Patience | None = None,
+        dates: ServerDates | None = None,
     ) -> RealKubeApi:
         """An adapter for an explicit API server URL and bearer token."""
         configuration = direct(Configuration(host=host.rstrip("/"), ssl_ca_cert=ca_file))
         configuration.verify_ssl = verify_ssl
         if token:
             configuration.api_key["BearerToken"] = f"Bearer {token}"
-        return cls(ApiClient(configuration), settings, patience=patience)
+        return cls(ApiClient(configuration), settings, patience=patience, dates=dates)
 
     def __repr__(self) -> str:
         host = self._api_client.configuration.host
@@ -405,6 +414,8 @@ class RealKubeApi:
         query = [("fieldManager", self._settings.field_manager)] if method in _WRITES else []
 
         async def attempt() -> dict[str, Any]:
+            dates = self._dates
+            sent = dates.elapsed() if dates is not None else 0.0
             request = self._request(
                 method,
                 path,
@@ -418,6 +429,11 @@ class RealKubeApi:
                 request,
                 host=self._api_client.configuration.host,
                 resource_version=resource_version,
+                on_headers=(
+                    None
+                    if dates is None
+                    else lambda headers: dates.server_answered(headers.get("Date"), sent=sent)
+                ),
             )
 
         return await self._answers.call(op, attempt)

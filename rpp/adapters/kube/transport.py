@@ -10,7 +10,7 @@ headers, never bodies, never the client's exception with its dump of both.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,14 +62,24 @@ class Op:
 
 
 async def send(
-    op: Op, request: Awaitable[Any], *, host: str, resource_version: str | None = None
+    op: Op,
+    request: Awaitable[Any],
+    *,
+    host: str,
+    resource_version: str | None = None,
+    on_headers: Callable[[Mapping[str, str]], None] | None = None,
 ) -> dict[str, Any]:
-    """Await one `*_without_preload_content` call; the decoded answer or a typed error."""
+    """Await one `*_without_preload_content` call; the decoded answer or a typed error.
+
+    `on_headers` sees the headers of every answer, an error's too (the clock reads Date).
+    """
     try:
         response = await request
         body = await response.read()
     except (aiohttp.ClientError, TimeoutError, OSError) as error:
         raise unreachable(op, host=host, error=error) from None
+    if on_headers is not None:
+        on_headers(response.headers)
     status = int(response.status)
     if status >= 300:
         raise failure(

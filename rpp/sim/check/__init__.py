@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from rpp.sim.check.caps import Caps
 from rpp.sim.check.checker import Checker, Violation
+from rpp.sim.check.dead_billed import DeadBilled
 from rpp.sim.check.dead_wired import DeadWired
 from rpp.sim.check.ending import Ending
 from rpp.sim.check.hands import HandsOff
 from rpp.sim.check.needs import OnePodPerNeed
+from rpp.sim.check.ready_claims import ReadyClaims
 from rpp.sim.check.serving import Serving
 from rpp.sim.check.unconfirmed import NoCreateWhileUnconfirmed
 from rpp.sim.world import World
@@ -24,6 +26,8 @@ def check(world: World, pool: str) -> Checker:
         HandsOff(),
         Serving(),
         DeadWired(),
+        DeadBilled(),
+        ReadyClaims(),
         Ending(),
     )
     return Checker(world, pool, groups=groups)

@@ -21,7 +21,12 @@ The invariants, one group per module:
   on a pod RunPod no longer lists beyond 2 loops; no flagged pod that serves nothing
   kept past its rule's duration plus one create-and-warm time;
 - `dead_wired.py`: no dead, hung or deleted pod in nginx more than 60 s after the first
-  loop that could see it (but the last pod in nginx, or all of them down at once);
+  loop that could see it (unless every wired pod is down while RunPod's listing cannot
+  be read);
+- `dead_billed.py`: no dead pod billed more than 15 min after the first loop that could
+  see it, PoolWideDegradation holds (and DryRun, Observe, paused, Retain) aside;
+- `ready_claims.py`: no Ready=True in the stored status, beyond one loop, while no pod
+  in nginx answers;
 - `ending.py`: no leaked pods at the end; convergence to desired when stock and caps
   allow.
 
@@ -46,10 +51,12 @@ from rpp.model.spec import RunPodPoolSpec
 from rpp.model.spec_load import load_pool
 from rpp.model.status import PoolStatus
 from rpp.sim.cloud_model import FakePod
+from rpp.sim.faults import ExtraPods, Fault, ListingLag, OddFields, Slow
 from rpp.sim.timeline import clock_text
 from rpp.sim.world import CloudChange, World
 
 LEAKED_POD = "leaked pod"  # the invariant ending.py checks, once per leaked pod
+_READABLE = (Slow, OddFields, ExtraPods, ListingLag)  # faults after which a listing is read
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,10 @@ class Checker:
         self.violations: list[Violation] = []
         self._spec: tuple[Any, RunPodPoolSpec] | None = None
         self.last_loop_spec: RunPodPoolSpec | None = None
+        self.listing_failures: list[float] = []  # seconds since the start, listPods faults
+        self.create_faults: list[float] = []  # seconds since the start, createPod faults
         world.result_listeners.append(self._loop)
+        world.cloud.faults.listeners.append(self._fault)
         world.cloud_listeners.append(self._cloud)
         world.crossings.call_listeners.append(self._call)
 
@@ -150,10 +160,14 @@ class Checker:
         return dict(wired_pods(stored.data if stored else None))
 
     def answers(self, pod: FakePod) -> bool:
-        """RUNNING, and its service answers (not dead, not hung)."""
+        """RUNNING, and its service answers (not dead, not hung) within the pool's probe
+        timeout: slower than that, its probes time out, as the controller is told they
+        fail hard."""
         server = self.world.pods.get(pod.info.pod_id)
         running = self.world.cloud.status(pod) is PodStatus.RUNNING
-        return running and server is not None and server.answers
+        if not running or server is None:
+            return False
+        return server.answers_within(self.spec().probe.timeout)
 
     def violate(self, invariant: str, detail: str, *, loop: int | None = None) -> None:
         at = self.loops + 1 if loop is None else loop
@@ -170,6 +184,11 @@ class Checker:
         if result.pool != self.pool or not self.present:
             return
         self.loops += 1
+        unlisted = None if result.status is None else result.status.condition("NotActing")
+        if unlisted is not None and unlisted.reason == "RunPodUnavailable":
+            # The listing failed without a fault of its own: a slow answer that ran past
+            # the client's timeout, which the fault alone does not tell.
+            self.listing_failures.append(self.seconds)
         for group in self.groups:
             group.on_loop(self, result)
         self.last_loop_spec = self.spec()
@@ -189,6 +208,18 @@ class Checker:
         self.create_times.append(self.seconds)
         for group in self.groups:
             group.on_create(self, change)
+
+    def _fault(self, operation: str, fault: Fault) -> None:
+        """A listPods answer the controller could not read (the listing itself fails), or
+        a createPod fault (a scripted one may wait, armed, until the pool creates again)."""
+        if operation == "listPods" and not isinstance(fault, _READABLE):
+            self.listing_failures.append(self.seconds)
+        if operation == "createPod":
+            self.create_faults.append(self.seconds)
+
+    def listing_failed_since(self, t: float) -> bool:
+        """RunPod's listing could not be read at some time from `t` (seconds) on."""
+        return bool(self.listing_failures) and self.listing_failures[-1] >= t
 
     def _call(self, operation: str, request: httpx.Request) -> None:
         if not self.present:

@@ -10,10 +10,13 @@ second waits out probe.timeout) before it quarantines the pod; at the default 30
 interval and 10 s timeout that is 40 s, so the bound is 60 s, whatever the interval.
 It holds while RunPod's listing cannot be read too: the probes do not need it.
 
-Two shapes the controller keeps on purpose are not counted here: the last pod in nginx
-(an empty nginx answers nothing at all, and the probes' failure may be the controller's
-own network), and every wired pod down at once (PoolWideDegradation: probably a shared
-cause). What such a pod costs is for the billing invariants.
+The last pod in nginx, and every wired pod down at once, leave nginx within the same
+60 s as long as the controller has evidence that its own network works: RunPod's listing
+read, or another pod passing its probe (issue 25: a dead pod kept wired serves 502 to
+every request it is given). One shape only is kept on purpose: every wired pod down
+while RunPod's listing could not be read (a listPods call failed) within the last 60 s;
+then the probes' failures may be the controller's own network, and an empty nginx
+answers nothing at all. What such a pod costs is for dead_billed.py.
 """
 
 from __future__ import annotations
@@ -46,9 +49,9 @@ class DeadWired(NoChecks):
             return
         wired = set(checker.wired().values())
         down = {pid: t for pid, t in self.down_since.items() if pid in wired}
-        if len(wired) < 2 or len(down) == len(wired):
-            return  # the last pod in nginx, or all of them down: kept on purpose
         now = checker.seconds
+        if len(down) == len(wired) and checker.listing_failed_since(now - DEAD_WIRED_S):
+            return  # all down, and the controller's own network may be what fails
         for pid, since in sorted(down.items()):
             if now - since > DEAD_WIRED_S and pid not in self.reported:
                 self.reported.add(pid)

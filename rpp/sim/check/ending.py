@@ -21,13 +21,16 @@ end with a quiet settle time (rpp/sim/soak.py). A disturbance can land late even
 release started before the settle time fails on both images half an hour later, and
 its pod is terminated. A pod of the pool that RunPod stopped listing, or that began
 terminating, less than one create-and-warm time (health.warmupTimeout plus 5 loops)
-before the end excuses a pool one short.
+before the end excuses a pool one short; so does a create RunPod failed (a fault, which a
+scenario may have armed long before the pool next created) less than that time plus the
+create backoff before the end.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
+from rpp.decide.safeguards import CREATE_BACKOFF
 from rpp.model.members import DrainReason, Phase
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
@@ -35,6 +38,7 @@ from rpp.sim.check.checker import LEAKED_POD, Checker, NoChecks
 from rpp.sim.check.serving import TERMINATE_RETRY_S
 from rpp.sim.cloud_model import FakePod
 
+CREATE_BACKOFF_S = CREATE_BACKOFF.total_seconds()
 HEAL_LOOPS = 5  # loops to notice a pod left, create its successor and wire it
 
 
@@ -127,6 +131,13 @@ def impossible(
         return (
             f"a pod of the pool left {checker.seconds - max(late):g}s before the end, less "
             f"than one create-and-warm time ({heal:g}s)"
+        )
+    refused = [t for t in checker.create_faults if t > checker.seconds - heal - CREATE_BACKOFF_S]
+    if refused:
+        return (
+            f"RunPod failed a create {checker.seconds - max(refused):g}s before the end, less "
+            f"than one create-and-warm time and the create backoff ({heal:g}s + "
+            f"{CREATE_BACKOFF_S:g}s)"
         )
     serving_flagged = any(m.phase == Phase.FLAGGED and m.slot is not None for m in status.members)
     desired = status.desired + (1 if serving_flagged else 0)
