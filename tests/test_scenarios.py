@@ -166,6 +166,8 @@ def test_every_example_scenario_is_tested_here() -> None:
         "clock-step",
         "status-write-storm",
         "pool-wide-hold",
+        "independent-failures",
+        "console-terminate",
     }
     assert {p.stem for p in SCENARIOS.glob("*.yaml")} == tested
 
@@ -562,6 +564,36 @@ def test_both_pods_dead_without_stock_are_held_for_pool_wide_hold_then_replaced(
     assert max(gone) <= held["t"] + 1800 + 900  # billed dead at most 15 min past the hold
     assert s.end["status"]["ready"] == 2
     assert not dead & set(s.final_members())
+
+
+def test_failures_minutes_apart_are_not_lumped_together_as_pool_wide(stories: Any) -> None:
+    s = stories("independent-failures")
+    erring, dead = s.pod(1), s.pod(2)
+    assert not s.of("condition", type="PoolWideDegradation", status="True")
+    died = s.first("cloud", kind="fault", pod=dead)["t"]
+    out = next(r["t"] for r in s.loops(died) if dead not in r["wired"])
+    assert out - died <= 60
+    gone = s.first("cloud", kind="deleted", pod=dead)["t"]
+    assert gone - died <= 15 * 60  # flagged on Unreachable, then terminated as dead
+    drained = s.first("transition", pod=erring, to="Draining")
+    replacement = s.first("transition", to="Ready", **{"from": "Warming"})
+    assert replacement["t"] <= drained["t"]  # the erring pod served until its replacement did
+    assert s.end["status"]["ready"] == 2
+    assert not {erring, dead} & set(s.final_members())
+
+
+def test_a_pod_terminated_in_the_console_leaves_nginx_at_once_and_is_replaced(
+    stories: Any,
+) -> None:
+    s = stories("console-terminate")
+    victim = s.pod(2)
+    gone = s.first("cloud", kind="deleted", pod=victim)["t"]
+    out = next(r["t"] for r in s.loops(gone) if victim not in r["wired"])
+    assert out - gone <= 60
+    quarantined = s.first("transition", pod=victim, to="Ready", **{"from": "Ready"})
+    assert "404" in quarantined["reason"] and quarantined["t"] == out
+    assert len(s.of("cloud", kind="created")) == 4  # three adopted, one replacement
+    assert s.end["status"]["ready"] == 3
 
 
 # -- what a first-time reader of any timeline must be able to believe --------------------
