@@ -56,6 +56,7 @@ from rpp.sim.timeline import clock_text
 from rpp.sim.world import CloudChange, World
 
 LEAKED_POD = "leaked pod"  # the invariant ending.py checks, once per leaked pod
+_CREATE_CALLS = frozenset({"createPod", "listGpuTypes", "listDataCenters"})
 _READABLE = (Slow, OddFields, ExtraPods, ListingLag)  # faults after which a listing is read
 
 
@@ -107,7 +108,7 @@ class Checker:
         self._spec: tuple[Any, RunPodPoolSpec] | None = None
         self.last_loop_spec: RunPodPoolSpec | None = None
         self.listing_failures: list[float] = []  # seconds since the start, listPods faults
-        self.create_faults: list[float] = []  # seconds since the start, createPod faults
+        self.create_faults: list[float] = []  # seconds since the start, faults of a create's calls
         world.result_listeners.append(self._loop)
         world.cloud.faults.listeners.append(self._fault)
         world.cloud_listeners.append(self._cloud)
@@ -211,10 +212,11 @@ class Checker:
 
     def _fault(self, operation: str, fault: Fault) -> None:
         """A listPods answer the controller could not read (the listing itself fails), or
-        a createPod fault (a scripted one may wait, armed, until the pool creates again)."""
+        a fault of a call a create makes (a scripted one may wait, armed, until the pool
+        creates again)."""
         if operation == "listPods" and not isinstance(fault, _READABLE):
             self.listing_failures.append(self.seconds)
-        if operation == "createPod":
+        if operation in _CREATE_CALLS:
             self.create_faults.append(self.seconds)
 
     def listing_failed_since(self, t: float) -> bool:

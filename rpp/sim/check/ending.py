@@ -21,9 +21,9 @@ end with a quiet settle time (rpp/sim/soak.py). A disturbance can land late even
 release started before the settle time fails on both images half an hour later, and
 its pod is terminated. A pod of the pool that RunPod stopped listing, or that began
 terminating, less than one create-and-warm time (health.warmupTimeout plus 5 loops)
-before the end excuses a pool one short; so does a create RunPod failed (a fault, which a
-scenario may have armed long before the pool next created) less than that time plus the
-create backoff before the end.
+before the end excuses a pool one short; so does a create's call RunPod failed
+(createPod or the catalog reads it makes: a fault, which a scenario may have armed long
+before the pool next created) less than that time plus the create backoff before the end.
 """
 
 from __future__ import annotations
@@ -135,8 +135,8 @@ def impossible(
     refused = [t for t in checker.create_faults if t > checker.seconds - heal - CREATE_BACKOFF_S]
     if refused:
         return (
-            f"RunPod failed a create {checker.seconds - max(refused):g}s before the end, less "
-            f"than one create-and-warm time and the create backoff ({heal:g}s + "
+            f"RunPod failed a create's call {checker.seconds - max(refused):g}s before the "
+            f"end, less than one create-and-warm time and the create backoff ({heal:g}s + "
             f"{CREATE_BACKOFF_S:g}s)"
         )
     serving_flagged = any(m.phase == Phase.FLAGGED and m.slot is not None for m in status.members)
