@@ -65,3 +65,12 @@ def test_decide_reaching_an_adapter_through_the_model_is_caught(package_copy: Pa
     assert result.returncode != 0
     assert "rpp.decide" in result.stdout
     assert "rpp.model.timestamps -> rpp.adapters.runpod.client" in result.stdout
+
+
+def test_act_reaching_a_decision_is_caught(package_copy: Path) -> None:
+    # The layers allow it (act sits above decide); act must still carry out, not decide.
+    add_import(package_copy / "rpp/act/create.py", "import rpp.decide.placement")
+    result = lint(package_copy)
+    assert result.returncode != 0
+    assert "act carries out and decides nothing BROKEN" in result.stdout
+    assert "rpp.act.create -> rpp.decide.placement" in result.stdout

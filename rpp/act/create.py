@@ -1,10 +1,13 @@
 """Act: create one pod, trying candidates until RunPod answers 201.
 
 Where it sits: act, called by the executor (rpp/act/executor.py) for a CreatePod
-effect in Manage mode. Where a pod may go and in which order is decided by
-rpp/decide/placement.py; this module does the I/O: it reads RunPod's GPU catalog once,
-asks placement to order the candidates by it, then calls create once per candidate, in
-order, until one answers 201, and reports the result as an `EffectResult`.
+effect in Manage mode. Where a pod may go and in which order is decided by decide
+(rpp/decide/placement.py) and carried in the effect: its GPU types and datacenters in
+the order to try. This module does the I/O and decides nothing: it reads RunPod's GPU
+catalog once, leaves out what that catalog shows without stock or over the cost cap
+(the rules rpp/model/candidates.py holds for decide and act alike), then calls create
+once per candidate, in the effect's order, until one answers 201, and reports the
+result as an `EffectResult`.
 
 What each refusal means for the loop, per RunPod's create table:
 - NoCapacity (400, "no longer any instances...") and other 400s: next candidate. A rule
@@ -34,8 +37,7 @@ from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.catalog import GpuCatalog
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.adapters.runpod.wire import PodRequest
-from rpp.decide.placement import Candidate, order_candidates
-from rpp.decide.prices import fits, known
+from rpp.model.candidates import Candidate, fits, known, order_candidates
 from rpp.model.effects import CreatePod, skipped_text
 from rpp.model.observations import RunPodPod
 from rpp.model.records import CapacityRefusal

@@ -38,7 +38,6 @@ from rpp.adapters.kube.api import KubeApi, KubeError
 from rpp.adapters.logs import fields, layer_logger
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
-from rpp.decide.ownership import owns
 from rpp.model.effects import (
     Action,
     AddFinalizer,
@@ -54,6 +53,7 @@ from rpp.model.effects import (
     WriteSlots,
 )
 from rpp.model.observations import RunPodPod
+from rpp.model.pod_ownership import owns
 from rpp.model.results import EffectResult, Result
 from rpp.model.spec import Mode, RunPodPoolSpec
 

@@ -2,8 +2,8 @@
 
 Reads its configuration from the environment (rpp/controller/config.py; a bad value stops it with
 one line naming the variable), connects to the cluster (the pod's ServiceAccount, else
-a kubeconfig), builds the adapters (RunPod client, prober, Prometheus client, Kubernetes
-adapter) and runs, all at once:
+a kubeconfig), builds the process on the real connections (rpp/controller/assembly.py
+`assemble`, which builds every simulated process too) and runs, all at once:
 
 - the HTTP endpoints on LISTEN_ADDRESS (/healthz, /metrics, /sd/<pool>), on every replica,
   and /healthz alone on HEALTH_LISTEN_ADDRESS when it is set (the chart's probe port);
@@ -39,11 +39,9 @@ import uvicorn
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
 from rpp import __version__
-from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock, SteadyClock
 from rpp.adapters.kube import light_import
 from rpp.adapters.kube.api import KubeApi, KubeSettings
-from rpp.adapters.kube.redacting import RedactingKube
 from rpp.adapters.logs import configure_logging, layer_logger
 from rpp.adapters.process_memory import (
     collect_less_often,
@@ -53,16 +51,12 @@ from rpp.adapters.process_memory import (
     trim_tls_buffers,
 )
 from rpp.adapters.redaction import Redactor
-from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.asgi import ASGIApp, Server
+from rpp.controller.assembly import assemble
 from rpp.controller.config import Config, ConfigError, load_config
 from rpp.controller.http_api import HttpApi
 from rpp.controller.leader import LeaderElector, LeaseTiming
-from rpp.controller.loop import ControllerLoop
-from rpp.controller.pool_metrics import PoolMetrics
-from rpp.controller.reconcile import PoolReconciler
-from rpp.observe.prober import Prober, make_client
-from rpp.observe.prometheus import PrometheusClient
+from rpp.observe.prober import make_client
 
 log = layer_logger("rpp.commands")
 
@@ -157,7 +151,9 @@ def _stopper(stop: asyncio.Event, sig: signal.Signals) -> Any:
 
 
 class ControllerProcess:
-    """Every part of one controller process, wired together."""
+    """Every part of one controller process, wired together: what `assemble` builds
+    (rpp/controller/assembly.py, the simulator's processes too), plus the Lease and the
+    HTTP endpoints, which only a deployed process has."""
 
     def __init__(
         self,
@@ -171,10 +167,6 @@ class ControllerProcess:
         redactor: Redactor | None = None,
     ) -> None:
         self.config = config
-        self.redactor = redactor or Redactor(always=(config.runpod_api_key,))
-        # Status and Events are scrubbed on their way out, whoever wrote their texts.
-        kube = RedactingKube(kube, self.redactor)
-        self.kube = kube
         host = config.pod_name or socket.gethostname()
         # Unique per process: a restarted replica must not mistake the old Lease for its own.
         self.identity = identity or f"{host}_{uuid.uuid4().hex[:8]}"
@@ -182,44 +174,24 @@ class ControllerProcess:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.metrics = PoolMetrics(self.registry)
-        self.runpod = RunPodClient(
-            api_key=config.runpod_api_key,
-            base_url=config.runpod_api_url,
-            transport=runpod_transport,
-            registry=self.registry,
-            max_answer_bytes=config.runpod_max_answer_mb << 20,
-        )
         self.pod_client = make_client(url_pattern=config.proxy_pattern)
-        self.prom_http = httpx.AsyncClient()
-        reconciler = PoolReconciler(
+        self.core = assemble(
+            config,
             kube=kube,
-            executor=Executor(runpod=self.runpod, kube=kube),
-            prober=Prober(
-                client=self.pod_client,
-                url_pattern=config.proxy_pattern,
-                concurrency=config.probe_concurrency,
-                health_limit=config.probe_health_limit,
-                metrics_limit=config.probe_metrics_limit,
-            ),
-            prometheus=PrometheusClient(base_url=config.prometheus_url, client=self.prom_http),
             clock=clock,
-            metrics=self.metrics,
-            proxy_url=config.proxy_pattern,
-            group=config.crd_group,
-            redactor=self.redactor,
+            runpod_transport=runpod_transport,
+            pod_client=self.pod_client,
+            prometheus_transport=None,
+            registry=self.registry,
             identity=self.identity,
-        )
-        self.loop = ControllerLoop(
-            kube=kube,
-            runpod=self.runpod,
-            reconciler=reconciler,
-            clock=clock,
-            interval=config.reconcile_interval,
-            metrics=self.metrics,
-            secrets=(config.runpod_api_key,),
+            redactor=redactor,
             after_loop=release_free_heap,
         )
+        self.redactor = self.core.redactor
+        self.kube = kube = self.core.kube
+        self.metrics = self.core.metrics
+        self.runpod = self.core.runpod
+        self.loop = self.core.loop
         self.elector = LeaderElector(
             kube=kube,
             identity=self.identity,
@@ -292,7 +264,6 @@ class ControllerProcess:
                 await serving
 
     async def close(self) -> None:
-        await self.runpod.aclose()
+        await self.core.close()
         await self.pod_client.aclose()
-        await self.prom_http.aclose()
         await self.kube.close()

@@ -2,9 +2,9 @@
 
 Where it sits: it orchestrates observe -> decide -> act for all pools and decides
 nothing itself. Each loop lists the RunPodPools, reads what every pool shares once (one
-RunPod pod listing and one machine-notice query, `read_shared`), then reconciles the
-pools concurrently through `PoolReconciler`. `rpp run` drives it under leader election;
-the simulator drives the very same loop on virtual time.
+RunPod pod listing and one machine-notice query, rpp/observe/shared.py), then
+reconciles the pools concurrently through `PoolReconciler`. `rpp run` drives it under
+leader election; the simulator drives the very same loop on virtual time.
 
 Isolation: a pool whose reconcile raises (a bug) or overruns its time budget gets a
 `ReconcileFailed` condition (rpp/controller/reconcile_failed.py); the other pools carry
@@ -30,44 +30,16 @@ from typing import Any
 from rpp.adapters.clock import Clock
 from rpp.adapters.kube.api import KubeApi, KubeError, NotFound
 from rpp.adapters.logs import layer_logger, pool_context
-from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.health import LoopProgress
 from rpp.controller.leader import LeaderElector
 from rpp.controller.pool_metrics import PoolMetrics
-from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
+from rpp.controller.reconcile import PoolReconciler, PoolResult
 from rpp.controller.reconcile_failed import ReconcileFailures
 from rpp.controller.watch import PoolWatch, generation, pool_name
-from rpp.decide.ownership import IndexedPods
+from rpp.observe.shared import Shared, read_shared
 
 log = layer_logger("rpp.controller")
-
-
-async def read_shared(runpod: RunPodClient) -> Shared:
-    """One pod listing and one notice query for every pool; failures become data.
-
-    Whatever RunPod answers, every pool gets a loop: an answer that cannot be read at
-    all is "RunPod unavailable" for each (NotActing, written in its status), never an
-    exception that ends the loop before any pool's status is written.
-    """
-    try:
-        # Indexed once, on first use, for every pool of this loop.
-        pods: tuple[Any, ...] | None = IndexedPods(await runpod.list_pods())
-        error = None
-    except answers.RunPodError as err:
-        pods, error = None, str(err)
-    except Exception as err:  # a bug reading the answer: every pool still reports it
-        log.exception("reading RunPod's pod listing failed")
-        pods, error = None, f"the pod listing could not be read ({type(err).__name__})"
-    try:
-        notices: Mapping[str, Any] | None = await runpod.host_notices()
-        notices_error = None
-    except answers.RunPodError as err:
-        notices, notices_error = None, str(err)
-    except Exception as err:
-        log.exception("reading RunPod's machine notices failed")
-        notices, notices_error = None, f"the notices could not be read ({type(err).__name__})"
-    return Shared(pods=pods, runpod_error=error, notices=notices, notices_error=notices_error)
 
 
 class ControllerLoop:

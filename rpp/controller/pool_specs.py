@@ -8,11 +8,10 @@ changes, and the listing the clash check loads once a loop: the spec rarely chan
 every pool of a loop compares itself with the same listing.
 
 A pool that does not load, or clashes, is not observed, decided or acted on:
-`report_invalid` says so instead, with InvalidSpec True and every problem listed, Ready
-and the progress conditions following from it, its Events, and the status written like
-any other (rpp/controller/pool_writes.py `after`). A pool being deleted waits here too:
-its pods are terminated by its deletionPolicy only once the spec reads again, and the
-message says so, with the way out.
+`report_invalid` says so instead. What it says is decided in rpp/decide/invalid_spec.py
+(InvalidSpec True and every problem listed, Ready and the progress conditions following
+from it, its Events); here its Events are recorded and the status is written like any
+other (rpp/controller/pool_writes.py `after`).
 """
 
 from __future__ import annotations
@@ -26,10 +25,8 @@ from rpp.adapters.clock import Clock
 from rpp.adapters.logs import layer_logger
 from rpp.controller.pool_writes import PoolWrites
 from rpp.controller.status_write import StatusWrite
-from rpp.decide.conditions import Cond, Conditions
-from rpp.decide.progress import set_progress
+from rpp.decide.invalid_spec import decide_invalid
 from rpp.model.clashes import Stored, held_back
-from rpp.model.spec import Mode
 from rpp.model.spec_load import Pool, load_pool
 from rpp.model.status import PoolStatus
 
@@ -93,32 +90,22 @@ async def report_invalid(
     executor: Executor,
     writes: PoolWrites,
 ) -> tuple[PoolStatus, StatusWrite]:
-    """InvalidSpec (`reason`: ValidationFailed, or the clash) over the stored `status`,
-    its Events recorded and the status written: the status and how its write ended."""
+    """The status decide gives an invalid pool (rpp/decide/invalid_spec.py) over the
+    stored `status`, its Events recorded and the status written: the status and how its
+    write ended."""
     now = clock.now()
-    conds = Conditions(status, now=now, generation=generation)
-    listing = "; ".join(str(p) for p in problems)
-    deleting = ""
-    if (obj.get("metadata") or {}).get("deletionTimestamp"):
-        deleting = (
-            "the pool is being deleted, and its pods are terminated only once the spec "
-            "is fixed (or remove the finalizer to leave them: docs/operating.md); "
-        )
-    conds.set(
-        Cond.INVALID_SPEC,
-        true=True,
+    decided = decide_invalid(
+        status=status,
+        problems=problems,
         reason=reason,
-        message=f"{deleting}the spec has {len(problems)} problem(s), nothing is done until "
-        f"they are fixed: {listing}",
+        generation=generation,
+        deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
+        now=now,
     )
-    conds.status = conds.status.replace(observed_generation=generation)
-    conds.set_ready(mode=Mode(status.mode), deleting=bool(deleting))
-    set_progress(conds, mode=Mode(status.mode), deleting=bool(deleting))
-    new_status = conds.status
-    log.warning("invalid spec: %s", listing)
-    for event in conds.events():
+    log.warning("invalid spec: %s", decided.problems)
+    for event in decided.events:
         recorded = await executor.record(obj, event, now)
         if not recorded.ok:
             log.warning("event not recorded: %s", recorded.detail)
-    done = await writes.after(obj, status, new_status, redecide=None)
-    return new_status, done
+    done = await writes.after(obj, status, decided.status, redecide=None)
+    return decided.status, done

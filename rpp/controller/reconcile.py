@@ -2,22 +2,24 @@
 
 Where it sits: the controller loop (rpp/controller/loop.py, and the simulator) calls
 `PoolReconciler.reconcile` for every pool each loop, with the RunPod listing and the
-machine notices read once for all pools (`Shared`). Everything that does I/O for one
-pool is here or in the adapters it calls; every decision is in rpp/decide/.
+machine notices read once for all pools (`Shared`, rpp/observe/shared.py). It runs the
+steps in order and decides nothing: the pool is observed in rpp/observe/pool.py, every
+decision is in rpp/decide/ (returned as values: the status, the effects, whether they
+need a write-ahead, which of them act), and act (rpp/act/) carries the effects out.
 
 A status that cannot be read is not a reason to stop: decide rebuilds it from ground
 truth in one loop that changes nothing (rpp/decide/rebuild.py), and the old one is
 kept in the pool's `<group>/status-before-rebuild` annotation first.
 
-A loop that creates, terminates or updates a pod writes its intents first
-(rpp/decide/intents.py): the decided status, with one intent per RunPod write, is
-stored before any RunPod call, over the resourceVersion read (a 409 whose fresh status
-is still the one read, a spec change, is written over). If that write fails, the loop
-carries out only what is safe to repeat without a write-ahead (decided again in
-rpp/controller/without_write_ahead.py): dead and hung pods leave nginx and dead pods are
-terminated, while creates and updates wait; a crash or a lost write can then never hide
-a pod from the next loop. A spec that does not load skips all of this
-(rpp/controller/pool_specs.py).
+A loop that creates, terminates or updates a pod (`Decision.needs_write_ahead`) writes
+its intents first (rpp/decide/intents.py): the decided status, with one intent per
+RunPod write, is stored before any RunPod call, over the resourceVersion read (a 409
+whose fresh status is still the one read, a spec change, is written over). If that
+write fails, the loop carries out only what is safe to repeat without a write-ahead
+(decided again in rpp/controller/without_write_ahead.py): dead and hung pods leave
+nginx and dead pods are terminated, while creates and updates wait; a crash or a lost
+write can then never hide a pod from the next loop. A spec that does not load skips all
+of this (rpp/controller/pool_specs.py).
 
 A status the API server refused to store is carried to the next loop in memory
 (rpp/controller/status_carry.py): the next loop decides from it as long as the stored
@@ -25,8 +27,8 @@ status has not moved on since; a status someone else wrote wins.
 
 Every status write is conflict-safe and never blind (rpp/controller/pool_writes.py).
 On 409 the pool is read again:
-- if nothing was carried out this loop (DryRun, Observe, or no action), the loop is
-  decided again on the fresh object and written again;
+- if nothing was carried out this loop (DryRun, Observe, or none of `Decision.acts`),
+  the loop is decided again on the fresh object and written again;
 - if effects were carried out, they are facts now: the new status is written over the
   fresh resourceVersion only when the fresh status is still the one this loop wrote
   ahead (the conflict came from a spec change); if someone else wrote the status, this
@@ -36,6 +38,7 @@ On 409 the pool is read again:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,52 +46,34 @@ from typing import Any
 
 from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock
-from rpp.adapters.kube.api import KubeApi, KubeError
+from rpp.adapters.kube.api import KubeApi
 from rpp.adapters.logs import fields, layer_logger, pool_context
 from rpp.adapters.redaction import Redactor
 from rpp.controller.pool_metrics import PoolMetrics
-from rpp.controller.pool_secret import read_pool_secret, remember_secrets
 from rpp.controller.pool_specs import PoolSpecs, report_invalid
 from rpp.controller.pool_writes import PoolWrites, Redecide
 from rpp.controller.status_carry import StatusCarry
 from rpp.controller.status_write import StatusWrite
 from rpp.controller.without_write_ahead import decide_without_write_ahead
 from rpp.controller.writers import Writers
-from rpp.decide import fold, intents
+from rpp.decide import fold
 from rpp.decide.nginx_slots import RenderedSlots
-from rpp.decide.ownership import owned_pods
 from rpp.decide.pool import Decision, decide
 from rpp.model.clashes import REASON as CLASH
 from rpp.model.codec import StatusFormatError
 from rpp.model.effects import RemoveFinalizer
-from rpp.model.observations import (
-    HostNotice,
-    PoolObject,
-    PoolObservation,
-    PrometheusReading,
-    RunPodPod,
-)
+from rpp.model.observations import PoolObject, PoolObservation
 from rpp.model.proxy_hosts import DEFAULT_URL_PATTERN as DEFAULT_PROXY_URL
 from rpp.model.results import EffectResult, Result
 from rpp.model.spec import API_GROUP, Mode
 from rpp.model.spec_load import Pool, load_pool
 from rpp.model.status import PoolStatus
-from rpp.observe.prober import Prober, ProbeTarget, probe_settings_from_spec
-from rpp.observe.prometheus import PrometheusClient, queries_from_spec
+from rpp.observe.pool import PoolObserver
+from rpp.observe.prober import Prober
+from rpp.observe.prometheus import PrometheusClient
+from rpp.observe.shared import Shared
 
 log = layer_logger("rpp.controller")
-
-
-@dataclass(frozen=True)
-class Shared:
-    """What one loop read once for every pool: the RunPod listing and machine notices."""
-
-    pods: tuple[RunPodPod, ...] | None
-    runpod_error: str | None = None
-    notices: Mapping[str, HostNotice] | None = None
-    notices_error: str | None = None
-    pools: tuple[Mapping[str, Any], ...] = ()
-    """Every RunPodPool listed, as stored: a pool that would fight an older one waits."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +114,9 @@ class PoolReconciler:
         self.proxy_url = proxy_url
         self.group = group
         self.redactor = redactor
+        self.observer = PoolObserver(
+            kube=kube, prober=prober, prometheus=prometheus, redactor=redactor
+        )
         self.writers = Writers(identity)
         self.writes = PoolWrites(kube=kube, group=group, writers=self.writers)
         self.carry = StatusCarry()
@@ -200,7 +188,7 @@ class PoolReconciler:
         if decision.rebuilt is not None and obj.get("status"):
             obj = await self.writes.keep_old(obj, decision.rebuilt)
         before = stored
-        if spec.mode is Mode.MANAGE and any(intents.intent_for(e, now) for e in decision.effects):
+        if decision.needs_write_ahead:
             ahead = await self.writes.ahead(obj, stored, decision.status)
             if ahead.written and ahead.status is not None:
                 obj, before = ahead.pool, ahead.status
@@ -240,7 +228,7 @@ class PoolReconciler:
         if self.metrics is not None:
             self.metrics.count(name, results)
             self.metrics.report(name, new_status, desired_min=spec.replicas.min)
-        acted = any(r.result is not Result.PLANNED and r.effect.action != "event" for r in results)
+        acted = any(r.result is not Result.PLANNED and r.effect in decision.acts for r in results)
         for version in (r.pool_version for r in results if r.pool_version):
             # This loop's own finalizer change moved the version; nobody else's did, or
             # that change would have been refused.
@@ -285,58 +273,19 @@ class PoolReconciler:
         self, *, pool: Pool, obj: Mapping[str, Any], status: PoolStatus, shared: Shared
     ) -> tuple[PoolObservation, Mapping[str, str]]:
         """What decide is given about one pool (the loop's and a re-decide's alike: one
-        that missed another writer's mark would drop SecondController), and its env."""
-        spec, name = pool.spec, pool.name
-        slots: Mapping[str, str] | None = None
-        slots_error = None
-        try:
-            stored = await self.kube.read_config_map(spec.nginx.slots_config_map)
-            slots = None if stored is None else dict(stored.data)
-        except KubeError as err:
-            slots_error = str(err)
-        secret = await read_pool_secret(self.kube, spec)
-        owned = owned_pods(spec, shared.pods) if shared.pods is not None else ()
-        remember_secrets(self.redactor, pool=name, spec=spec, env=secret.env, owned=owned)
-        pod_ids = {m.pod_id for m in status.members} | {p.id for p in owned}
-        # Restart detection reads the process start only for pods in an update.
-        updating = {m.pod_id for m in status.members if m.update is not None}
-        # A wired pod's hard failure is confirmed at once: nginx sends it requests.
-        wired = {m.pod_id for m in status.members if m.slot is not None}
-        settings = probe_settings_from_spec(spec)
-        probes = await self.prober.probe(
-            ProbeTarget(
-                pod_id=pod_id,
-                settings=settings,
-                metrics_token=secret.token,
-                read_process_start=pod_id in updating,
-                confirm=pod_id in wired,
-            )
-            for pod_id in sorted(pod_ids)
-        )
-        try:
-            reading = await self.prometheus.read(queries_from_spec(spec), pool=name)
-        except Exception as err:  # a bug in a query path must not stop the pool
-            log.exception("Prometheus read failed")
-            reading = PrometheusReading(problems=(f"query failed: {err}",))
-        other = self.writers.evidence(name, status)
+        that missed another writer's mark would drop SecondController), and its env:
+        observe's reads (rpp/observe/pool.py) and what this controller knows of itself."""
+        obs, env = await self.observer.observe(pool=pool, obj=obj, status=status, shared=shared)
+        other = self.writers.evidence(pool.name, status)
         if other is not None:
             log.error("another controller acts on this pool: %s", other)
-        obs = PoolObservation(
-            pods=shared.pods,
-            runpod_error=shared.runpod_error,
-            notices=shared.notices,
-            notices_error=shared.notices_error,
-            probes=probes,
-            prometheus=reading,
-            slots=slots,
-            slots_error=slots_error,
-            secret=secret.state,
+        obs = dataclasses.replace(
+            obs,
             writer=self.writers.identity,
-            pool=PoolObject.from_object(obj, finalizer=self.kube.settings.finalizer),
             other_controller=other,
-            status_writes=self.carry.writes(name),
+            status_writes=self.carry.writes(pool.name),
         )
-        return obs, secret.env
+        return obs, env
 
     async def _reconcile_without_writing(
         self, fresh: Mapping[str, Any], shared: Shared, *, read: PoolStatus, start: PoolStatus
@@ -369,6 +318,6 @@ class PoolReconciler:
             last_slots=self._slots.get(pool.name),
         )
         self._slots[pool.name] = decision.slots
-        if pool.spec.mode is Mode.MANAGE and any(e.action != "event" for e in decision.effects):
+        if pool.spec.mode is Mode.MANAGE and decision.acts:
             return None
         return decision.status

@@ -28,12 +28,23 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import assert_never
 
 from rpp.decide import intents, surge_first
 from rpp.decide.prices import known
 from rpp.decide.safeguards import CREATE_BACKOFF
 from rpp.machines import rollout
-from rpp.model.effects import CreatePod, RecordEvent, TerminatePod, Unwire, UpdatePod, Wire
+from rpp.model.effects import (
+    AddFinalizer,
+    CreatePod,
+    RecordEvent,
+    RemoveFinalizer,
+    TerminatePod,
+    Unwire,
+    UpdatePod,
+    Wire,
+    WriteSlots,
+)
 from rpp.model.records import HistoryEntry
 from rpp.model.results import EffectResult, Result
 from rpp.model.status import PoolStatus
@@ -63,12 +74,18 @@ def fold(
                     pod=effect.pod,
                 )
             )
-        if isinstance(effect, CreatePod):
-            status = _create(status, effect, done, now, logged_at)
-        elif isinstance(effect, TerminatePod):
-            status = _terminate(status, effect, done)
-        elif isinstance(effect, UpdatePod):
-            status = rollout.after_update(status, effect, done, now)
+        # Every effect type is named here: a new one is a mypy error until it is folded.
+        match effect:
+            case CreatePod():
+                status = _create(status, effect, done, now, logged_at)
+            case TerminatePod():
+                status = _terminate(status, effect, done)
+            case UpdatePod():
+                status = rollout.after_update(status, effect, done, now)
+            case WriteSlots() | AddFinalizer() | RemoveFinalizer():
+                pass  # decide set the slots in status already; a finalizer is on the pool
+            case _:
+                assert_never(effect)
     return status
 
 

@@ -31,10 +31,22 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from rpp.decide.safeguards import CREATE_BACKOFF
 from rpp.machines import rollout
-from rpp.model.effects import CreatePod, Effect, TerminatePod, UpdatePod
+from rpp.model.effects import (
+    AddFinalizer,
+    CreatePod,
+    Effect,
+    RecordEvent,
+    RemoveFinalizer,
+    TerminatePod,
+    Unwire,
+    UpdatePod,
+    Wire,
+    WriteSlots,
+)
 from rpp.model.observations import RunPodPod
 from rpp.model.records import HistoryEntry, Intent
 from rpp.model.results import EffectResult, Result
@@ -82,7 +94,11 @@ def intent_for(effect: Effect, now: dt.datetime) -> Intent | None:
                 rollback=effect.rollback,
                 purpose=effect.reason,
             )
-    return None
+        case Wire() | Unwire() | WriteSlots() | RecordEvent() | AddFinalizer() | RemoveFinalizer():
+            return None  # no RunPod write: nothing a crash could leave half-known
+        case _:
+            # A new effect type is a mypy error here until it says whether it writes.
+            assert_never(effect)
 
 
 def write_ahead(status: PoolStatus, effects: Iterable[Effect], now: dt.datetime) -> PoolStatus:

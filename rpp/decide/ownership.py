@@ -9,7 +9,8 @@ prefix alone, not by who created the pod: a pod another controller made for the 
 the pool's too (rpp/decide/second_controller.py reports that controller).
 
 The executor applies the same test again on a fresh read of a pod right before it
-deletes or updates it (the ownership safeguard), so the rule lives here once.
+deletes or updates it (the ownership safeguard), so the rule itself (`owns`,
+`owns_name`) lives once in the model (rpp/model/pod_ownership.py), below both.
 
 The loop's listing is indexed once for every pool (`IndexedPods`): scanning the whole
 listing for each pool cost pools x pods checks a loop (50,000 at 50 pools of 20).
@@ -20,26 +21,24 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
-import re
 from collections.abc import Collection, Iterable
 
 from rpp.model.observations import PodStatus, RunPodPod
+from rpp.model.pod_ownership import owns, owns_name
 from rpp.model.spec import RunPodPoolSpec
 
-_SUFFIX = re.compile(r"^[a-z0-9]+$")
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
-
-def owns_name(spec: RunPodPoolSpec, name: str) -> bool:
-    """A pod name the pool created: namePrefix plus a letters-and-digits suffix."""
-    if not name.startswith(spec.name_prefix):
-        return False
-    return bool(_SUFFIX.match(name[len(spec.name_prefix) :]))
-
-
-def owns(spec: RunPodPoolSpec, pod: RunPodPod) -> bool:
-    """The pool may touch this pod: its name is the pool's, or spec.adopt lists its id."""
-    return pod.id in spec.adopt or owns_name(spec, pod.name)
+# The rule itself is the model's: act applies it too (rpp/model/pod_ownership.py).
+__all__ = [
+    "TAG_LENGTH",
+    "IndexedPods",
+    "new_pod_name",
+    "owned_pods",
+    "owns",
+    "owns_name",
+    "writer_tag",
+]
 
 
 class IndexedPods(tuple[RunPodPod, ...]):

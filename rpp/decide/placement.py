@@ -1,33 +1,38 @@
 """Placement: where the pool may create its next pod, and in which order to try.
 
-Where it sits: decide, with two callers. Every rule about where a pod may go is here;
-the only I/O of a create (reading RunPod's catalog, then creating per candidate until
-one answers 201) is act's, in rpp/act/create.py, which calls `order_candidates`.
+Where it sits: decide. Every rule about where a pod may go is here, but for the order
+in which act tries the candidates, a rule act applies too (with the catalog it reads
+right before it creates), so it lives in the model (rpp/model/candidates.py); the only
+I/O of a create (reading RunPod's catalog, then creating per candidate until one
+answers 201) is act's, in rpp/act/create.py.
 
 1. `place` (pool step 4, and replacements in step 3): datacenters.allow in order
    (required to create), minus datacenters.deny, minus datacenters already holding
    maxPerDatacenter pool pods, minus datacenters in cooldown (2 replacements in 24h
    avoid a datacenter for 24h). The result travels to act inside the CreatePod effect.
-2. `order_candidates` (at act time, with the catalog just read): REST v1 let RunPod pick
-   "the first combination with stock"; v2 create places exactly one GPU type and never
-   searches, so the controller picks, the way RunPod documents for v2. The pool's
-   gpuTypes come first (the user's preference of hardware), then, within a GPU type,
-   its datacenters in the order `place` gave; combinations the catalog shows without
-   stock are skipped (never called).
+2. `order_candidates` (rpp/model/candidates.py, at act time, with the catalog just
+   read): REST v1 let RunPod pick "the first combination with stock"; v2 create places
+   exactly one GPU type and never searches, so the controller picks, the way RunPod
+   documents for v2. The pool's gpuTypes come first (the user's preference of
+   hardware), then, within a GPU type, its datacenters in the order `place` gave;
+   combinations the catalog shows without stock are skipped (never called).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
+from rpp.model.candidates import Candidate, StockLevels, order_candidates
 from rpp.model.effects import skipped_text
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus
 from rpp.model.timestamps import to_rfc3339
+
+# Placed in the model for act; named here too, beside the rest of placement.
+__all__ = ["Candidate", "Placement", "StockLevels", "order_candidates", "place"]
 
 
 @dataclass(frozen=True)
@@ -72,45 +77,3 @@ def place(
         else:
             allowed.append(dc)
     return Placement(tuple(allowed), tuple(excluded))
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One combination RunPod can be asked to place a pod on."""
-
-    gpu_type: str
-    datacenter: str
-    cloud: str
-
-    def __str__(self) -> str:
-        return f"{self.gpu_type} in {self.datacenter} ({self.cloud})"
-
-
-class StockLevels(Protocol):
-    """What ordering needs of RunPod's catalog (rpp/adapters/runpod/catalog.py)."""
-
-    def has_stock(self, gpu_type: str, datacenter: str) -> bool: ...
-
-
-def order_candidates(
-    *,
-    gpu_types: Sequence[str],
-    datacenters: Sequence[str],
-    cloud: str,
-    stock: StockLevels | None,
-) -> tuple[list[Candidate], list[Candidate]]:
-    """(candidates to try in order, candidates skipped for no stock).
-
-    Without a catalog (its read failed) every combination is tried in order: the
-    catalog only saves calls, and the attempt cap still bounds them.
-    """
-    to_try: list[Candidate] = []
-    no_stock: list[Candidate] = []
-    for gpu_type in dict.fromkeys(gpu_types):
-        for datacenter in dict.fromkeys(datacenters):
-            candidate = Candidate(gpu_type=gpu_type, datacenter=datacenter, cloud=cloud)
-            if stock is None or stock.has_stock(gpu_type, datacenter):
-                to_try.append(candidate)
-            else:
-                no_stock.append(candidate)
-    return to_try, no_stock

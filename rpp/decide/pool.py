@@ -82,7 +82,8 @@ __all__ = ["Decision", "Note", "Transition", "decide", "settings_for"]
 
 @dataclass(frozen=True)
 class Decision:
-    """What decide returns: the next status, the effects in order, and what moved."""
+    """What decide returns: the next status, the effects in order, and what moved;
+    with what the controller needs to carry them out without deciding again."""
 
     status: PoolStatus
     effects: tuple[Effect, ...]
@@ -90,6 +91,12 @@ class Decision:
     transitions: tuple[Transition, ...] = ()
     rebuilt: str | None = None  # why this loop rebuilt the status from ground truth
     slots: RenderedSlots | None = None  # pass back as the next loop's `last_slots`
+    needs_write_ahead: bool = False
+    """Manage, with a RunPod write among the effects: `status` carries its intents and
+    must be stored before act carries anything out (rpp/decide/intents.py)."""
+    acts: tuple[Effect, ...] = ()
+    """The effects that change something besides the status (every one but the Events):
+    a loop that carried one out may not be decided again on a re-read pool."""
 
 
 def decide(
@@ -387,6 +394,9 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
         log=tuple(loop.log),
         transitions=tuple(loop.transitions),
         slots=loop.slots,
+        needs_write_ahead=mode is Mode.MANAGE
+        and any(intents.intent_for(e, loop.now) is not None for e in effects),
+        acts=tuple(e for e in effects if not isinstance(e, RecordEvent)),
     )
 
 

@@ -13,23 +13,21 @@ right before it creates (rpp/act/create.py), so limits.maxHourlyCostUsd is a har
   yet. Only GPU types whose price fits under the cap stay candidates, so the highest
   price among the candidates still open fits; act then checks each candidate against
   the fresh catalog and tries none that would pass the cap.
+
+What a price is (`known`) and what fits under the cap (`fits`) are one rule for decide
+and act alike, so they live in the model (rpp/model/candidates.py), named here too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rpp.model.candidates import fits, known
 from rpp.model.observations import RunPodPod
 from rpp.model.spec import RunPodPoolSpec
 
-
-def known(price: float | None) -> float | None:
-    """A price RunPod really gave: finite and not negative; anything else is no price."""
-    if price is None or not math.isfinite(price) or price < 0:
-        return None
-    return price
+__all__ = ["Candidates", "PoolCost", "billed", "candidates", "fits", "known", "pool_cost"]
 
 
 def billed(pods: Iterable[RunPodPod]) -> float:
@@ -128,8 +126,3 @@ def candidates(spec: RunPodPoolSpec, *, catalog: Mapping[str, float], room: floa
         else:
             priced_out.append((gpu_type, price))
     return Candidates(tuple(fitting), tuple(priced_out), prices, frozenset(estimated))
-
-
-def fits(price: float, room: float) -> bool:
-    """One more pod at `price` stays under the cap (`room` is what is left of it)."""
-    return price <= room + 1e-9

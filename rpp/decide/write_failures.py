@@ -28,10 +28,22 @@ writes failed and why), False again once writes land in a following loop.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import assert_never
 
 from rpp.decide.conditions import Cond, Conditions
 from rpp.machines.signals import UNREACHABLE, MemberSettings
-from rpp.model.effects import CreatePod, Effect, TerminatePod, UpdatePod
+from rpp.model.effects import (
+    AddFinalizer,
+    CreatePod,
+    Effect,
+    RecordEvent,
+    RemoveFinalizer,
+    TerminatePod,
+    Unwire,
+    UpdatePod,
+    Wire,
+    WriteSlots,
+)
 from rpp.model.members import MemberRecord
 from rpp.model.observations import StatusWrites
 from rpp.model.status import PoolStatus
@@ -87,8 +99,20 @@ def keep_still(
                 return None
             case UpdatePod():
                 waiting.add(effect.pod_id)
-            case TerminatePod() if not dead(status.member(effect.pod_id), settings):
-                waiting.add(effect.pod_id)
+            case TerminatePod():
+                if not dead(status.member(effect.pod_id), settings):
+                    waiting.add(effect.pod_id)
+            case (
+                Wire()
+                | Unwire()
+                | WriteSlots()
+                | RecordEvent()
+                | AddFinalizer()
+                | RemoveFinalizer()
+            ):
+                pass  # no RunPod write: safe to repeat without a write-ahead
+            case _:
+                assert_never(effect)
     return frozenset(waiting)
 
 

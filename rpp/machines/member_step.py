@@ -12,7 +12,6 @@ carry out, and the moves taken (for history). New pods get their record from
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,16 +39,21 @@ class MemberStep:
 # The events a quiet loop sends: taking no transition is their usual outcome, not a bug.
 _OBSERVING = frozenset({"observe", "observe_unlisted"})
 
-# One machine per thread, rehydrated for each member: decide runs synchronously, and
-# building a machine (callback resolution) costs ~7x more than driving one.
-_machines = threading.local()
+
+class _Cache:
+    """One machine, rehydrated for each member: building one (callback resolution) costs
+    ~7x more than driving one. A plain module-level slot, not a thread-local: decide runs
+    synchronously on the controller's one event-loop thread (the simulator and the soak's
+    worker processes likewise), so no two members are ever driven at once."""
+
+    machine: MemberMachine | None = None
 
 
 def _machine(record: MemberRecord) -> MemberMachine:
-    machine: MemberMachine | None = getattr(_machines, "machine", None)
+    machine = _Cache.machine
     if machine is None:
         machine = MemberMachine(MemberView(record))
-        _machines.machine = machine
+        _Cache.machine = machine
     else:
         machine.rehydrate(record)
     return machine
@@ -73,7 +77,7 @@ def _run(
     try:
         machine.send(event, **kwargs)
     except BaseException:
-        _machines.machine = None  # never reuse an engine that raised mid-event
+        _Cache.machine = None  # never reuse an engine that raised mid-event
         raise
     view = machine.view
     if event not in _OBSERVING and not view.moves:
@@ -83,7 +87,7 @@ def _run(
             f"member {record.pod_id} is {record.phase}; {event} does not apply to that phase"
         )
     if view.current.phase == Phase.GONE:
-        _machines.machine = None  # the engine stops for good once it enters a final state
+        _Cache.machine = None  # the engine stops for good once it enters a final state
     return MemberStep(record=view.record(), effects=tuple(view.effects), moves=tuple(view.moves))
 
 

@@ -40,9 +40,9 @@ from typing import Any
 
 from rpp.adapters.clock import Clock
 from rpp.model.observations import PodStatus
+from rpp.model.runpod_operations import WRITES
 from rpp.sim.cloud_model import (
     DEFAULT_PRICE_PER_HR,
-    WRITE_OPERATIONS,
     Call,
     CloudError,
     FakePod,
@@ -62,7 +62,6 @@ _ID_ALPHABET = string.ascii_lowercase + string.digits
 
 __all__ = [
     "DEFAULT_PRICE_PER_HR",
-    "WRITE_OPERATIONS",
     "Call",
     "CloudError",
     "FakeCloud",
@@ -431,7 +430,7 @@ class FakeCloud:
 
     @property
     def write_calls(self) -> list[Call]:
-        return [c for c in self.calls if c.operation in WRITE_OPERATIONS]
+        return [c for c in self.calls if c.operation in WRITES]
 
     def take_quota(self) -> tuple[bool, int, int] | None:
         """Count a request against the quota: (allowed, remaining, reset s); None: no quota."""

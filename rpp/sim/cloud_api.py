@@ -19,9 +19,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rpp.model.runpod_operations import RunPodOperation as Op
 from rpp.sim import asgi_io as io
 from rpp.sim import cloud_render as render
-from rpp.sim.cloud import WRITE_OPERATIONS, CloudError, FakeCloud
+from rpp.sim.cloud import CloudError, FakeCloud
 from rpp.sim.cloud_requests import check_action, check_create, check_update
 from rpp.sim.faults import (
     CreatedButFailed,
@@ -44,20 +45,20 @@ from rpp.sim.odd_answers import echo_detail, reshape, send_raw
 Answer = tuple[int, Any]  # (status, JSON body or None for an empty answer)
 Handler = Callable[[FakeCloud, io.Request, Mapping[str, str]], Answer]
 
-_ROUTES: list[tuple[str, str, re.Pattern[str], str]] = [
-    ("GET", "listPods", re.compile(r"^/v2/pods/?$"), "pods"),
-    ("POST", "createPod", re.compile(r"^/v2/pods/?$"), "pods"),
-    ("GET", "getPod", re.compile(r"^/v2/pods/(?P<id>[^/]+)$"), "pod"),
-    ("PATCH", "updatePod", re.compile(r"^/v2/pods/(?P<id>[^/]+)$"), "pod"),
-    ("DELETE", "deletePod", re.compile(r"^/v2/pods/(?P<id>[^/]+)$"), "pod"),
-    ("POST", "podAction", re.compile(r"^/v2/pods/(?P<id>[^/]+)/action$"), "action"),
-    ("GET", "listGpuTypes", re.compile(r"^/v2/catalog/gpus/?$"), "gpus"),
-    ("GET", "listDataCenters", re.compile(r"^/v2/catalog/datacenters/?$"), "datacenters"),
-    ("POST", "hostNotices", re.compile(r"^/graphql/?$"), "graphql"),
+_ROUTES: list[tuple[str, Op, re.Pattern[str], str]] = [
+    ("GET", Op.LIST_PODS, re.compile(r"^/v2/pods/?$"), "pods"),
+    ("POST", Op.CREATE_POD, re.compile(r"^/v2/pods/?$"), "pods"),
+    ("GET", Op.GET_POD, re.compile(r"^/v2/pods/(?P<id>[^/]+)$"), "pod"),
+    ("PATCH", Op.UPDATE_POD, re.compile(r"^/v2/pods/(?P<id>[^/]+)$"), "pod"),
+    ("DELETE", Op.DELETE_POD, re.compile(r"^/v2/pods/(?P<id>[^/]+)$"), "pod"),
+    ("POST", Op.POD_ACTION, re.compile(r"^/v2/pods/(?P<id>[^/]+)/action$"), "action"),
+    ("GET", Op.LIST_GPU_TYPES, re.compile(r"^/v2/catalog/gpus/?$"), "gpus"),
+    ("GET", Op.LIST_DATA_CENTERS, re.compile(r"^/v2/catalog/datacenters/?$"), "datacenters"),
+    ("POST", Op.HOST_NOTICES, re.compile(r"^/graphql/?$"), "graphql"),
 ]
 
 
-def operation_of(method: str, path: str) -> str | None:
+def operation_of(method: str, path: str) -> Op | None:
     """The operationId a request to the API calls (`createPod`...), None for no route."""
     for route_method, operation, pattern, _ in _ROUTES:
         if route_method == method and pattern.match(path):
@@ -211,7 +212,7 @@ class CloudApi:
         self.cloud.record(operation, request.method, request.path)
         await self._serve(operation, handler, params, request, receive, send)
 
-    def _route(self, request: io.Request) -> tuple[str, Handler, dict[str, str]] | None:
+    def _route(self, request: io.Request) -> tuple[Op, Handler, dict[str, str]] | None:
         for method, operation, pattern, handler in _ROUTES:
             match = pattern.match(request.path)
             if match and method == request.method:
@@ -220,7 +221,7 @@ class CloudApi:
 
     async def _serve(
         self,
-        operation: str,
+        operation: Op,
         handler: Handler,
         params: dict[str, str],
         request: io.Request,
@@ -253,7 +254,7 @@ class CloudApi:
                     headers=[("retry-after", str(reset)), *headers],
                 )
                 return
-        if operation in WRITE_OPERATIONS and key.startswith("ro-"):
+        if operation.writes and key.startswith("ro-"):
             await io.send_problem(
                 send,
                 403,
@@ -270,7 +271,7 @@ class CloudApi:
             return
         if isinstance(fault, ListingLag):
             # Not an error: the create answers as usual, and its pod lists late.
-            if operation == "createPod":
+            if operation is Op.CREATE_POD:
                 cloud.next_listing_lag = float(fault.seconds)
             fault = None
         replaced = fault is not None and not fault.takes_effect

@@ -134,12 +134,10 @@ class FakePod:
 class Call(NamedTuple):
     """One request the fake API received, for "no write reached RunPod" assertions."""
 
-    operation: str
+    operation: str  # a RunPodOperation, or "unknown" for a request no route serves
     method: str
     path: str
 
-
-WRITE_OPERATIONS = frozenset({"createPod", "updatePod", "deletePod", "podAction"})
 
 # Used when a stock entry is set without a price: RunPod's list prices, roughly.
 DEFAULT_PRICE_PER_HR = {

@@ -30,7 +30,8 @@ SLOTS_WRITE = "slots-write"
 EFFECTS = "effects"
 BETWEEN_EFFECTS = "between-effects"
 KUBE_WRITES = (STATUS_WRITE, SLOTS_WRITE)
-TARGETS = (*RUNPOD_API_OPERATIONS, *KUBE_WRITES)
+# Plain strings (`.value`): a point is written into the soak's scenario files (YAML).
+TARGETS = (*(op.value for op in RUNPOD_API_OPERATIONS), *KUBE_WRITES)
 WHENS = ("before", "after")
 # Every point, as a scenario writes it: what the soak's generator cycles over and the
 # crash-point benchmark enumerates. The order is the generator's, so a soak seed keeps

@@ -19,10 +19,10 @@ null, an unknown `status`, a maintenance time of "inf"), `ExtraPods` lists raw p
 objects nobody created (a foreign pod with odd fields), and `EchoingRefusal` refuses
 quoting the request back, env included. rpp/sim/odd_answers.py renders them.
 
-Operations are the OpenAPI operationIds (plus `hostNotices` for the GraphQL query);
-`"*"` matches any operation. Queued faults are used before `always` ones, and an
-operation-specific fault before a `"*"` one. Stock changes over time are not faults:
-they live on the cloud (`set_stock`, `schedule_stock`).
+Operations are RunPod's (rpp/model/runpod_operations.py: the OpenAPI operationIds, and
+`hostNotices` for the GraphQL query); `"*"` matches any operation. Queued faults are
+used before `always` ones, and an operation-specific fault before a `"*"` one. Stock
+changes over time are not faults: they live on the cloud (`set_stock`, `schedule_stock`).
 
 A scenario file scripts the same queue: `do: fault` (operation, kind, times) queues
 faults at a time, and `cloud.faults: {rate, kinds}` makes every call suffer a fault
@@ -41,19 +41,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-OPERATIONS = (
-    "listPods",
-    "getPod",
-    "createPod",
-    "updatePod",
-    "deletePod",
-    "podAction",
-    "listGpuTypes",
-    "listDataCenters",
-    "hostNotices",
-)
+from rpp.model.runpod_operations import RunPodOperation
+
+OPERATIONS = tuple(RunPodOperation)
 ANY = "*"
-RUNPOD_API_OPERATIONS = tuple(op for op in OPERATIONS if op != "podAction")
+RUNPOD_API_OPERATIONS = tuple(op for op in OPERATIONS if op is not RunPodOperation.POD_ACTION)
 """What random faults strike by default: every call the controller makes."""
 
 # RunPod's wording for a create it cannot place (from RunPod's own answers).

@@ -40,6 +40,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from rpp.model.runpod_operations import RunPodOperation as Op
 from rpp.sim.crash_points import EVERY_POINT
 from rpp.sim.generate_shapes import draw_shapes
 
@@ -49,7 +50,18 @@ IMAGES = ("ghcr.io/example/inference:1.4.2", "ghcr.io/example/inference:1.5.0")
 GPUS = {"NVIDIA GeForce RTX 4090": 0.69, "NVIDIA RTX A6000": 0.49, "NVIDIA L40S": 0.86}
 DATACENTERS = ("EU-RO-1", "EU-SE-1", "EU-CZ-1", "EU-NL-1", "US-TX-3", "US-GA-1", "CA-MTL-1")
 POD_TROUBLE = ("die", "hang", "slow", "errors", "note", "recover", "restart", "terminate")
-FAULT_OPERATIONS = ("createPod", "deletePod", "updatePod", "listPods", "getPod", "listGpuTypes")
+# The plain operationIds (`.value`): they are written into scenario files (YAML).
+FAULT_OPERATIONS = tuple(
+    op.value
+    for op in (
+        Op.CREATE_POD,
+        Op.DELETE_POD,
+        Op.UPDATE_POD,
+        Op.LIST_PODS,
+        Op.GET_POD,
+        Op.LIST_GPU_TYPES,
+    )
+)
 FAULT_KINDS: tuple[Any, ...] = (
     "ServerError",
     "RateLimited",
@@ -113,7 +125,7 @@ def _listing_lag(
             {
                 "at": f"{rng.uniform(300.0, active):.0f}s",
                 "do": "fault",
-                "operation": "createPod",
+                "operation": Op.CREATE_POD.value,
                 "kind": {"kind": "ListingLag", "seconds": rng.choice(LISTING_LAGS)},
                 "times": rng.randint(1, 3),
             }

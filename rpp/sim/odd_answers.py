@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from rpp.model.runpod_operations import RunPodOperation
 from rpp.sim import asgi_io as io
 from rpp.sim.faults import ExtraPods, OddFields, RawAnswer
 
@@ -64,12 +65,12 @@ def echo_detail(request: io.Request) -> str:
     return "Invalid input: " + request.body.decode("utf-8", "replace")
 
 
-def _pods_in(operation: str, payload: Any) -> list[Any]:
+def _pods_in(operation: RunPodOperation, payload: Any) -> list[Any]:
     """The pod objects of one answer (a listing, one pod, or the notice query's pods)."""
-    if operation == "listPods" and isinstance(payload, dict):
+    if operation is RunPodOperation.LIST_PODS and isinstance(payload, dict):
         pods = payload.get("pods")
         return pods if isinstance(pods, list) else []
-    if operation == "hostNotices" and isinstance(payload, dict):
+    if operation is RunPodOperation.HOST_NOTICES and isinstance(payload, dict):
         data = payload.get("data") or {}
         pods = (data.get("myself") or {}).get("pods")
         return pods if isinstance(pods, list) else []
@@ -96,7 +97,7 @@ def _unset(target: dict[str, Any], path: str) -> None:
     target.pop(last, None)
 
 
-def reshape(operation: str, payload: Any, fault: OddFields | ExtraPods) -> Any:
+def reshape(operation: RunPodOperation, payload: Any, fault: OddFields | ExtraPods) -> Any:
     """The normal answer of `operation`, changed the way the fault says."""
     if isinstance(fault, ExtraPods):
         _pods_in(operation, payload).extend(fault.pods)

@@ -2,10 +2,11 @@
 
 Where it sits: the simulator (rpp/sim/world.py builds one `ControllerParts` per start
 of the controller). The real controller loop, reconciler, executor, RunPod client,
-prober and Prometheus client are built here exactly as `rpp run` builds them; only
-their connections differ: every RunPod call, probe, Prometheus query and Kubernetes
-request goes through this process's `ProcessTransport`, `ProcessPods` or `ProcessKube`,
-which:
+prober and Prometheus client are built by the function `rpp run` builds them with
+(rpp/controller/assembly.py `assemble`), with the same redactor and the same redacting
+Kubernetes adapter; only their connections differ: every RunPod call, probe, Prometheus
+query and Kubernetes request goes through this process's `ProcessTransport`,
+`ProcessPods` or `ProcessKube`, which:
 
 - report each RunPod call and each status or slots write to the world's `Crossings`
   before it is sent and after it is answered, so a scenario can kill the process at
@@ -34,7 +35,6 @@ from typing import Any, NoReturn, Protocol
 import httpx
 from prometheus_client import CollectorRegistry
 
-from rpp.act.executor import Executor
 from rpp.adapters.clock import Clock, ServerDates, SteadyClock, http_date
 from rpp.adapters.kube.api import (
     EventType,
@@ -45,12 +45,9 @@ from rpp.adapters.kube.api import (
     StoredConfigMap,
 )
 from rpp.adapters.pod_http import PodAnswer, PodClient, PodRequest
-from rpp.adapters.runpod.client import RunPodClient
-from rpp.controller.loop import ControllerLoop, read_shared
-from rpp.controller.pool_metrics import PoolMetrics
-from rpp.controller.reconcile import PoolReconciler, PoolResult, Shared
-from rpp.observe.prober import Prober
-from rpp.observe.prometheus import PrometheusClient
+from rpp.controller.assembly import assemble
+from rpp.controller.config import Config
+from rpp.controller.reconcile import PoolResult
 from rpp.sim.cloud_api import operation_of
 from rpp.sim.crash_points import EFFECTS, SLOTS_WRITE, STATUS_WRITE
 from rpp.sim.kube_memory import MemoryKubeApi
@@ -295,53 +292,45 @@ class ControllerParts:
         self.clock = steady = SteadyClock(
             host=host or clock, monotonic=lambda: (clock.now() - origin).total_seconds()
         )
-        wired = ProcessTransport(transport, life=self.life, crossings=crossings)
-        self.kube = ProcessKube(
-            kube, life=self.life, crossings=crossings, dates=steady, server_clock=clock
-        )
-        self.runpod = RunPodClient(
-            api_key=api_key,
-            base_url=API_URL,
-            transport=wired,
-            retry_deadline=20.0,
-            registry=self.registry,
-        )
-        prometheus_wired = ProcessTransport(
-            prometheus_transport or transport, life=self.life, crossings=crossings
-        )
-        self.prom_http = httpx.AsyncClient(transport=prometheus_wired)
-        self.metrics = PoolMetrics(self.registry)
 
         async def between_effects(point: str) -> None:
             await crossings.before(self.life, EFFECTS, None)
 
-        self.reconciler = PoolReconciler(
-            kube=self.kube,
-            executor=Executor(runpod=self.runpod, kube=self.kube, checkpoint=between_effects),
-            prober=Prober(client=ProcessPods(pods, life=self.life)),
-            prometheus=PrometheusClient(base_url=prometheus_url, client=self.prom_http),
-            clock=steady,
-            metrics=self.metrics,
-            identity=identity,
+        # The settings `rpp run` would read from its environment: the defaults, but for
+        # the fake RunPod's address, the fake Prometheus and the scenario's interval.
+        config = Config(
+            runpod_api_key=api_key,
+            namespace=kube.settings.namespace,
+            runpod_api_url=API_URL,
+            prometheus_url=prometheus_url,
+            reconcile_interval=interval,
         )
-        self.loop = ControllerLoop(
-            kube=self.kube,
-            runpod=self.runpod,
-            reconciler=self.reconciler,
+        self.core = assemble(
+            config,
+            kube=ProcessKube(
+                kube, life=self.life, crossings=crossings, dates=steady, server_clock=clock
+            ),
             clock=steady,
-            interval=interval,
-            metrics=self.metrics,
-            secrets=(api_key,),
+            runpod_transport=ProcessTransport(transport, life=self.life, crossings=crossings),
+            pod_client=ProcessPods(pods, life=self.life),
+            prometheus_transport=ProcessTransport(
+                prometheus_transport or transport, life=self.life, crossings=crossings
+            ),
+            registry=self.registry,
+            identity=identity,
+            runpod_retry_deadline=20.0,
+            between_effects=between_effects,
             on_result=on_result,
         )
-
-    async def read_shared(self) -> Shared:
-        """One listing and one notice query for every pool, as the real loop does."""
-        return await read_shared(self.runpod)
+        self.redactor = self.core.redactor
+        self.kube = self.core.kube
+        self.metrics = self.core.metrics
+        self.runpod = self.core.runpod
+        self.reconciler = self.core.reconciler
+        self.loop = self.core.loop
 
     async def close(self) -> None:
-        await self.runpod.aclose()
-        await self.prom_http.aclose()
+        await self.core.close()
 
 
 def _is_a_kube_api(kube: ProcessKube) -> KubeApi:

@@ -17,7 +17,7 @@ import asyncio
 import dataclasses
 import random
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 from rpp.model.durations import format_duration
 from rpp.sim.check import Checker, check
@@ -45,6 +45,7 @@ class Run:
     crashes: int  # controller processes killed (scripted or at a crash point)
     faults: int  # RunPod calls and status writes that suffered a fault
     points: tuple[CrashPoint, ...] = ()  # the crash points that fired, in order
+    events: tuple[dict[str, Any], ...] = ()  # the pool's Events, as the API server keeps them
 
 
 def run_scenario(
@@ -99,6 +100,8 @@ async def simulate(
         on_cloud=timeline.cloud,
         on_result=timeline.result,
     )
+    # What the simulator prints leaves the process as its log would: scrubbed by its redactor.
+    timeline.scrub = world.scrub
     world.setup_pool(scenario.pool, default_image=DEFAULT_IMAGE)
     checker = check(world, scenario.name) if check_invariants else None
     world.crossings.crash_listeners.append(
@@ -143,7 +146,12 @@ async def simulate(
     faults = world.cloud.faults.struck.total() + world.crossings.kube_faults_struck
     points = tuple(world.crossings.crashes.fired)
     return Run(
-        timeline=timeline, checker=checker, crashes=world.restarts, faults=faults, points=points
+        timeline=timeline,
+        checker=checker,
+        crashes=world.restarts,
+        faults=faults,
+        points=points,
+        events=tuple(world.kube.events),
     )
 
 

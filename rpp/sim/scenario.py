@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rpp.model.durations import DurationError, parse_duration
+from rpp.model.runpod_operations import RunPodOperation
 from rpp.model.spec_load import load_pool
 from rpp.sim.cloud_scenario import (
     CloudScenario,
@@ -321,10 +322,10 @@ def _fault(item: Mapping[str, Any], path: str) -> dict[str, Any]:
         raise ScenarioError(
             text if text.startswith(path) else f"{path}.operation: {text}"
         ) from None
-    if isinstance(fault, ListingLag) and operation != "createPod":
+    if isinstance(fault, ListingLag) and operation != RunPodOperation.CREATE_POD:
         raise ScenarioError(
             f"{path}.operation: ListingLag delays the listing of created pods; "
-            "use operation: createPod"
+            f"use operation: {RunPodOperation.CREATE_POD}"
         )
     return {"operation": operation, "fault": fault, "times": times}
 

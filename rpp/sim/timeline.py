@@ -25,6 +25,9 @@ Every record has `t` (seconds since the start) and `event`:
   at the time it broke (rpp/sim/check/), listed after the run;
 - `end` {pool, status}: the pool's final status, as `kubectl get rpp -o yaml` shows it.
 
+No record shows a secret: each is scrubbed by the running controller process's redactor
+(`scrub`), as the process's log is (rpp/adapters/redaction.py).
+
 The text form prints the same records for a reader: loops only when something a reader
 cares about moved, DryRun plans only when they change, no Reconciling or Stalled flips
 (they restate Ready and the other conditions for GitOps tools), and a member table at
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from rpp.adapters.clock import Clock
@@ -54,6 +57,9 @@ class Timeline:
         self.out = out
         self.as_json = as_json
         self.records: list[dict[str, Any]] = []
+        self.scrub: Callable[[str], str] | None = None
+        """The controller process's redactor (rpp/sim/run.py sets the world's): what the
+        simulator shows is one more way out of the process, scrubbed as its log is."""
         self._conditions: dict[str, dict[str, str]] = {}
         self._last_loop: dict[str, tuple[Any, ...]] = {}
         self._conditions_told: set[tuple[str, str]] = set()
@@ -71,6 +77,8 @@ class Timeline:
         at = fields.pop("at", None)
         t = self.seconds() if at is None else at
         record: dict[str, Any] = {"t": t, "event": event, **fields}
+        if self.scrub is not None:
+            record = _scrubbed(record, self.scrub)
         self.records.append(record)
         if self.out is None:
             return
@@ -292,6 +300,21 @@ class Timeline:
         return (
             f"{at}  {r['pool']}  {r['action']} {r['pod'] or ''} -> {r['outcome']}: {r['detail']}"
         )
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
+    """`value` with every string in it scrubbed, its shape kept (tuples stay tuples);
+    a string with no secret in it is the very object given (an enum's value stays one)."""
+    if isinstance(value, str):
+        scrubbed = scrub(value)
+        return value if scrubbed == value else scrubbed
+    if isinstance(value, Mapping):
+        return {_scrubbed(k, scrub): _scrubbed(v, scrub) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v, scrub) for v in value]
+    if type(value) is tuple:
+        return tuple(_scrubbed(v, scrub) for v in value)
+    return value
 
 
 def _recovery(action: str, outcome: str, detail: str) -> bool:

@@ -59,6 +59,7 @@ from rpp.sim.virtual_time import SteppedClock
 PROMETHEUS_URL = "http://prometheus.fake"
 API_KEY = "sim-key-not-secret"
 METRICS_TOKEN = "sim-metrics-token"
+HF_TOKEN = "sim-hf-token"  # the other value of each pool's env Secret
 APP_LATENCY_S = 0.25
 """How long a healthy fake pod takes per app request; peers need some for RelativeLatency."""
 TRAFFIC_TIMEOUT_S = 120.0  # nginx's readTimeout; the proxy's own 524 comes first anyway
@@ -215,6 +216,11 @@ class World:
             on_result=on_result or self._result,
         )
 
+    def scrub(self, text: str) -> str:
+        """`text` with the running controller process's secrets cut out, by its own
+        redactor (the API key, each pool's env Secret values once a loop read them)."""
+        return self.controller.redactor.scrub(text)
+
     def _result(self, result: PoolResult) -> None:
         for listener in self.result_listeners:
             listener(result)
@@ -271,7 +277,7 @@ class World:
         obj = self.apply_pool(manifest)
         spec = self._specs[obj["metadata"]["name"]]
         if spec.env_from_secret:
-            data = {"HF_TOKEN": "sim-hf-token"}
+            data = {"HF_TOKEN": HF_TOKEN}
             if spec.metrics_token_key:
                 data[spec.metrics_token_key] = METRICS_TOKEN
             self.kube.put_secret(spec.env_from_secret, data)

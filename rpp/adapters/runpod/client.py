@@ -75,6 +75,7 @@ from rpp.adapters.runpod.wire import (
     update_body,
 )
 from rpp.model.observations import HostNotice, RunPodPod
+from rpp.model.runpod_operations import RunPodOperation
 
 log = layer_logger("rpp.adapters.runpod")
 
@@ -203,7 +204,7 @@ class RunPodClient:
         usable pod id are left out. Both are counted in the unreadable-pods gauge.
         """
         listing = await self._call(
-            "listPods", "GET", "/v2/pods", lambda b: pods_from_list(_json(b))
+            RunPodOperation.LIST_PODS, "GET", "/v2/pods", lambda b: pods_from_list(_json(b))
         )
         odd = listing.unreadable
         self._metrics.unreadable_pods(odd)
@@ -221,7 +222,7 @@ class RunPodClient:
     async def get_pod(self, pod_id: str) -> RunPodPod:
         """One pod, re-read right before an update or delete (ownership check)."""
         return await self._call(
-            "getPod", "GET", _pod_path(pod_id), lambda b: pod_from_json(_json(b))
+            RunPodOperation.GET_POD, "GET", _pod_path(pod_id), lambda b: pod_from_json(_json(b))
         )
 
     async def create_pod(
@@ -234,7 +235,7 @@ class RunPodClient:
         """
         body = request.create_body(gpu_type=gpu_type, datacenter=datacenter, cloud=cloud)
         return await self._call(
-            "createPod",
+            RunPodOperation.CREATE_POD,
             "POST",
             "/v2/pods",
             lambda b: pod_from_json(_json(b)),
@@ -245,7 +246,7 @@ class RunPodClient:
     async def update_pod(self, pod_id: str, *, image: str, env: Mapping[str, str]) -> RunPodPod:
         """Switch a pod's image in place. `env` must be the COMPLETE env: it replaces."""
         return await self._call(
-            "updatePod",
+            RunPodOperation.UPDATE_POD,
             "PATCH",
             _pod_path(pod_id),
             lambda b: pod_from_json(_json(b)),
@@ -255,7 +256,9 @@ class RunPodClient:
     async def delete_pod(self, pod_id: str) -> bool:
         """Terminate a pod. True if deleted now, False if it was already gone."""
         try:
-            await self._call("deletePod", "DELETE", _pod_path(pod_id), lambda b: None)
+            await self._call(
+                RunPodOperation.DELETE_POD, "DELETE", _pod_path(pod_id), lambda b: None
+            )
         except answers.NotFound:
             return False
         return True
@@ -269,7 +272,7 @@ class RunPodClient:
             "count": gpu_count,
         }
         return await self._call(
-            "listGpuTypes",
+            RunPodOperation.LIST_GPU_TYPES,
             "GET",
             "/v2/catalog/gpus",
             lambda b: gpu_catalog_from_json(_json(b), cloud=cloud),
@@ -279,7 +282,7 @@ class RunPodClient:
     async def datacenters(self) -> list[DataCenterInfo]:
         """Datacenters with the GPU types each offers and their levels."""
         return await self._call(
-            "listDataCenters",
+            RunPodOperation.LIST_DATA_CENTERS,
             "GET",
             "/v2/catalog/datacenters",
             lambda b: datacenters_from_json(_json(b)),
@@ -289,7 +292,7 @@ class RunPodClient:
     async def host_notices(self) -> dict[str, HostNotice]:
         """Machine note and maintenance window of every pod, from one GraphQL query."""
         return await self._call(
-            "hostNotices",
+            RunPodOperation.HOST_NOTICES,
             "POST",
             "/graphql",
             lambda b: notices_from_graphql(_json(b)),
@@ -300,7 +303,7 @@ class RunPodClient:
 
     async def _call(
         self,
-        operation: str,
+        operation: RunPodOperation,
         method: str,
         path: str,
         parse: Callable[[bytearray], T],
@@ -333,7 +336,7 @@ class RunPodClient:
 
     async def _attempt(
         self,
-        operation: str,
+        operation: RunPodOperation,
         method: str,
         path: str,
         parse: Callable[[bytearray], T],
@@ -445,7 +448,11 @@ class RunPodClient:
         return url
 
     def _parse(
-        self, operation: str, status: int, parse: Callable[[bytearray], T], body: bytearray
+        self,
+        operation: RunPodOperation,
+        status: int,
+        parse: Callable[[bytearray], T],
+        body: bytearray,
     ) -> T:
         try:
             return parse(body)
@@ -460,7 +467,7 @@ class RunPodClient:
                 detail=f"the answer could not be read ({type(exc).__name__})",
             ) from None
 
-    async def _wait_for_quota(self, operation: str, deadline: float) -> None:
+    async def _wait_for_quota(self, operation: RunPodOperation, deadline: float) -> None:
         """Honour RunPod's rate limit before sending: wait, or fail if past the deadline."""
         loop = asyncio.get_running_loop()
         wait = self._quiet_until - loop.time()
@@ -488,7 +495,7 @@ class RunPodClient:
 
     def _record(
         self,
-        operation: str,
+        operation: RunPodOperation,
         outcome: answers.CallOutcome,
         status: int | None,
         took: float,
@@ -505,7 +512,7 @@ class RunPodClient:
             extra=fields(outcome=outcome.value),
         )
 
-    def _log_retry(self, operation: str, state: RetryCallState) -> None:
+    def _log_retry(self, operation: RunPodOperation, state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome else None
         outcome = error.outcome.value if isinstance(error, answers.RunPodError) else None
         log.warning(

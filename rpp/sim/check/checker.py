@@ -47,6 +47,7 @@ from rpp.decide.nginx_slots import wired_pods
 from rpp.decide.ownership import owns, owns_name
 from rpp.model.codec import StatusFormatError
 from rpp.model.observations import PodStatus, RunPodPod
+from rpp.model.runpod_operations import CREATE_CALLS, RunPodOperation
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.spec_load import load_pool
 from rpp.model.status import PoolStatus
@@ -56,7 +57,6 @@ from rpp.sim.timeline import clock_text
 from rpp.sim.world import CloudChange, World
 
 LEAKED_POD = "leaked pod"  # the invariant ending.py checks, once per leaked pod
-_CREATE_CALLS = frozenset({"createPod", "listGpuTypes", "listDataCenters"})
 _READABLE = (Slow, OddFields, ExtraPods, ListingLag)  # faults after which a listing is read
 
 
@@ -214,9 +214,9 @@ class Checker:
         """A listPods answer the controller could not read (the listing itself fails), or
         a fault of a call a create makes (a scripted one may wait, armed, until the pool
         creates again)."""
-        if operation == "listPods" and not isinstance(fault, _READABLE):
+        if operation == RunPodOperation.LIST_PODS and not isinstance(fault, _READABLE):
             self.listing_failures.append(self.seconds)
-        if operation in _CREATE_CALLS:
+        if operation in CREATE_CALLS:
             self.create_faults.append(self.seconds)
 
     def listing_failed_since(self, t: float) -> bool:

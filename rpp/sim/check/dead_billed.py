@@ -34,6 +34,7 @@ from rpp.controller.reconcile import PoolResult
 from rpp.decide.ownership import owns
 from rpp.machines.signals import MemberSettings
 from rpp.model.observations import PodStatus
+from rpp.model.runpod_operations import RunPodOperation
 from rpp.model.status import PoolStatus
 from rpp.sim.check.checker import Checker, NoChecks, as_listed
 from rpp.sim.cloud_model import FakePod
@@ -92,9 +93,11 @@ class DeadBilled(NoChecks):
         self.terminated_at: dict[str, float] = {}  # pod id -> its last deletePod
 
     def on_call(self, checker: Checker, operation: str, request: httpx.Request) -> None:
-        if operation == "listPods":  # what every loop starts with: the first that could see
+        if (
+            operation == RunPodOperation.LIST_PODS
+        ):  # what every loop starts with: the first that could see
             self._see(checker)
-        elif operation == "deletePod":
+        elif operation == RunPodOperation.DELETE_POD:
             self.terminated_at[request.url.path.rstrip("/").rsplit("/", 1)[-1]] = checker.seconds
 
     def on_loop(self, checker: Checker, result: PoolResult) -> None:

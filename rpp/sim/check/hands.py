@@ -15,9 +15,10 @@ import json
 import httpx
 
 from rpp.decide.ownership import owns, owns_name
+from rpp.model.runpod_operations import WRITES, RunPodOperation
 from rpp.sim.check.checker import Checker, NoChecks, as_listed
 
-_WRITES = ("deletePod", "updatePod", "podAction")
+_WRITES = WRITES - {RunPodOperation.CREATE_POD}  # the writes that name a pod by its id
 
 
 class HandsOff(NoChecks):
@@ -25,7 +26,7 @@ class HandsOff(NoChecks):
 
     def on_call(self, checker: Checker, operation: str, request: httpx.Request) -> None:
         spec = checker.spec()
-        if operation == "createPod":
+        if operation == RunPodOperation.CREATE_POD:
             try:
                 name = json.loads(request.content or b"{}").get("name")
             except ValueError:

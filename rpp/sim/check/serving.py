@@ -24,6 +24,7 @@ import httpx
 
 from rpp.controller.reconcile import PoolResult
 from rpp.model.members import Phase
+from rpp.model.runpod_operations import RunPodOperation
 from rpp.model.status import PoolStatus
 from rpp.sim.check.checker import Checker, NoChecks
 
@@ -49,7 +50,7 @@ class Serving(NoChecks):
         self.deletes_failed: dict[str, int] = {}  # deletes after which RunPod still lists it
 
     def on_call(self, checker: Checker, operation: str, request: httpx.Request) -> None:
-        if operation == "deletePod":
+        if operation == RunPodOperation.DELETE_POD:
             parts = request.url.path.strip("/").split("/")
             if len(parts) >= 3:
                 self.deletes_sent[parts[2]] = self.deletes_sent.get(parts[2], 0) + 1

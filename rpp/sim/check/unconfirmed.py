@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import httpx
 
+from rpp.model.runpod_operations import RunPodOperation
 from rpp.sim.check.checker import Checker, NoChecks
 
 
@@ -24,7 +25,7 @@ class NoCreateWhileUnconfirmed(NoChecks):
     """No create while a created pod the status holds is not listed, within the grace."""
 
     def on_call(self, checker: Checker, operation: str, request: httpx.Request) -> None:
-        if operation != "createPod":
+        if operation != RunPodOperation.CREATE_POD:
             return
         status = checker.status()
         if status is None or status.mode != "Manage":

@@ -1,6 +1,6 @@
 """The pool's env Secret: read each loop, judged for the pool, remembered as secrets.
 
-Where it sits: observe, for one pool (rpp/controller/reconcile.py calls it). The Secret
+Where it sits: observe, for one pool (rpp/observe/pool.py calls it). The Secret
 named by spec.envFromSecret is read every loop: its values go to the executor (merged
 into a pod's env at act time, never into an effect), its metrics token to the prober,
 and what decide may know of it is only a `SecretState` (configured, and the problem
