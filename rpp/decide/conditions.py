@@ -14,6 +14,7 @@ import datetime as dt
 from enum import StrEnum
 from typing import assert_never
 
+from rpp.decide.working_status import WorkingStatus
 from rpp.model.effects import EventType, RecordEvent
 from rpp.model.spec import Mode
 from rpp.model.status import PoolStatus
@@ -87,16 +88,17 @@ def readiness(status: PoolStatus, *, mode: Mode, deleting: bool) -> tuple[bool, 
 
 
 class Conditions:
-    """Collects this loop's conditions on top of the previous status."""
+    """Sets this loop's conditions on the working status, and the Events their changes
+    make against the conditions it started with."""
 
-    def __init__(self, status: PoolStatus, *, now: dt.datetime, generation: int) -> None:
-        self.status = status
-        self.before = {c.type: c for c in status.conditions}
+    def __init__(self, working: WorkingStatus, *, now: dt.datetime, generation: int) -> None:
+        self.working = working  # the status is the loop's (rpp/decide/working_status.py)
+        self.before = {c.type: c for c in working.current.conditions}
         self.now = now
         self.generation = generation
 
     def set(self, cond: Cond, *, true: bool, reason: str, message: str) -> None:
-        self.status = self.status.with_condition(
+        self.working.set_condition(
             type=cond.value,
             status="True" if true else "False",
             reason=reason,
@@ -107,13 +109,13 @@ class Conditions:
 
     def clear(self, cond: Cond, *, reason: str, message: str) -> None:
         """Set False, but only if the condition was ever raised (keeps status short)."""
-        if cond.value in self.before or self.status.condition(cond.value) is not None:
+        if cond.value in self.before or self.working.current.condition(cond.value) is not None:
             self.set(cond, true=False, reason=reason, message=message)
 
     def set_ready(self, *, mode: Mode, deleting: bool) -> None:
         """Ready from this loop's status (set it last: it reads the others)."""
-        ready, reason, message = readiness(self.status, mode=mode, deleting=deleting)
-        self.status = self.status.with_condition(
+        ready, reason, message = readiness(self.working.current, mode=mode, deleting=deleting)
+        self.working.set_condition(
             type=READY,
             status="True" if ready else "False",
             reason=reason,
@@ -127,7 +129,7 @@ class Conditions:
         flips only (NotReady a Warning, Ready back a Normal one); none for Reconciling
         and Stalled."""
         out: list[RecordEvent] = []
-        for cond in self.status.conditions:
+        for cond in self.working.current.conditions:
             old = self.before.get(cond.type)
             if (old is not None and old.status == cond.status) or cond.type in _QUIET:
                 continue

@@ -58,14 +58,14 @@ def step(loop: LoopState) -> None:
             f"RunPod's pod list cannot be read ({obs.runpod_error}); tried again every loop",
         )
         return
-    known = {m.pod_id for m in conds.status.members}
+    known = {m.pod_id for m in loop.status.current.members}
     loop.own(
         unreadable.with_known_facts(
-            owned_pods(spec, obs.pods, members=known), status=conds.status, spec=spec
+            owned_pods(spec, obs.pods, members=known), status=loop.status.current, spec=spec
         )
     )
     if conds.before.get(Cond.DELETION_BLOCKED.value) is None:
-        pods = [*_named(conds.status.members), *_unknown_named(loop)]
+        pods = [*_named(loop.status.current.members), *_unknown_named(loop)]
         loop.effects.append(
             RecordEvent(
                 type="Normal",
@@ -77,7 +77,7 @@ def step(loop: LoopState) -> None:
             )
         )
     kept = _drive_out(loop)
-    conds.status = conds.status.replace(members=tuple(kept))
+    loop.status.replace(members=tuple(kept))
     if obs.slots is not None and not obs.slots_error:
         write, loop.slots = slots_effect(
             pool=loop.pool,
@@ -105,7 +105,7 @@ def step(loop: LoopState) -> None:
 
 def _drive_out(loop: LoopState) -> list[MemberRecord]:
     """Every member (and every owned pod not yet one) one step further out; the rest."""
-    known = {m.pod_id for m in loop.conds.status.members}
+    known = {m.pod_id for m in loop.status.current.members}
     strays = [
         member_step.new_member(pod, now=loop.now, adopted=True)
         for pod in loop.owned
@@ -116,7 +116,7 @@ def _drive_out(loop: LoopState) -> list[MemberRecord]:
             "an owned pod the status did not know: terminated with the pool", pod=record.pod_id
         )
     kept: list[MemberRecord] = []
-    for member in (*loop.conds.status.members, *strays):
+    for member in (*loop.status.current.members, *strays):
         signals = loop.plain(member.pod_id, probe=True)
         if _still_in(member):
             member = loop.order(member, member_step.delete(member, signals=signals, now=loop.now))
@@ -167,7 +167,7 @@ def _report_progress(loop: LoopState, kept: Sequence[MemberRecord]) -> None:
 
 def _last_terminate_failure(loop: LoopState, pod_id: str) -> str | None:
     """RunPod's words when the newest terminate of the pod in history did not succeed."""
-    for entry in reversed(loop.conds.status.history):
+    for entry in reversed(loop.status.current.history):
         if entry.action == "terminate" and entry.pod == pod_id:
             return entry.detail if entry.outcome in _FAILED else None
     return None
@@ -177,9 +177,9 @@ def _leave_pods(loop: LoopState) -> None:
     """Retain, or a pool not in Manage: name the pods left running, then let it go."""
     spec, obs = loop.spec, loop.obs
     if obs.pods is not None:
-        known = {m.pod_id for m in loop.conds.status.members}
+        known = {m.pod_id for m in loop.status.current.members}
         loop.own(owned_pods(spec, obs.pods, members=known))
-    pods = [*_named(loop.conds.status.members), *_unknown_named(loop)]
+    pods = [*_named(loop.status.current.members), *_unknown_named(loop)]
     kind: EventType
     if spec.mode is Mode.MANAGE:
         reason, kind, why = "PodsRetained", "Normal", "with deletionPolicy Retain"
@@ -204,7 +204,7 @@ def _named(members: Iterable[MemberRecord]) -> list[str]:
 
 
 def _unknown_named(loop: LoopState) -> list[str]:
-    known = {m.pod_id for m in loop.conds.status.members}
+    known = {m.pod_id for m in loop.status.current.members}
     return [f"{p.id} ({p.name})" for p in loop.owned if p.id not in known]
 
 

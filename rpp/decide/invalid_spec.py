@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.progress import set_progress
+from rpp.decide.working_status import WorkingStatus
 from rpp.model.effects import RecordEvent
 from rpp.model.spec import Mode
 from rpp.model.status import PoolStatus
@@ -45,7 +46,8 @@ def decide_invalid(
 ) -> InvalidSpec:
     """InvalidSpec (`reason`: ValidationFailed, or the clash) over the stored `status`;
     `deleting`: the pool object has a deletionTimestamp."""
-    conds = Conditions(status, now=now, generation=generation)
+    working = WorkingStatus(status)
+    conds = Conditions(working, now=now, generation=generation)
     listing = "; ".join(str(p) for p in problems)
     waiting = ""
     if deleting:
@@ -60,7 +62,7 @@ def decide_invalid(
         message=f"{waiting}the spec has {len(problems)} problem(s), nothing is done until "
         f"they are fixed: {listing}",
     )
-    conds.status = conds.status.replace(observed_generation=generation)
+    working.replace(observed_generation=generation)
     conds.set_ready(mode=Mode(status.mode), deleting=deleting)
     set_progress(conds, mode=Mode(status.mode), deleting=deleting)
-    return InvalidSpec(status=conds.status, events=tuple(conds.events()), problems=listing)
+    return InvalidSpec(status=working.current, events=tuple(conds.events()), problems=listing)

@@ -2,7 +2,8 @@
 
 Where it sits: decide. rpp/decide/pool.py builds one `LoopState` per call and hands it
 to each pool step (rpp/decide/steps.py); steps append effects, log lines and phase
-transitions to it (`Note`) and set conditions through it. Nothing here does I/O.
+transitions to it (`Note`), change the status it builds through `status`
+(rpp/decide/working_status.py) and set conditions through `conds`. Nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from rpp.decide.conditions import Conditions
 from rpp.decide.nginx_slots import RenderedSlots
+from rpp.decide.working_status import WorkingStatus
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSettings, MemberSignals
 from rpp.model.effects import Effect, RecordEvent, Unwire, Wire
@@ -66,6 +68,7 @@ class LoopState:
     conds: Conditions
     proxy_url: str
     settings: MemberSettings
+    status: WorkingStatus  # the status this loop builds; `conds` writes through it too
     held: frozenset[str] = frozenset()  # owned pods RunPod's answer did not read
     # members RunPod created (201) and does not list yet (rpp/decide/unconfirmed.py)
     awaiting: frozenset[str] = frozenset()
@@ -76,6 +79,10 @@ class LoopState:
     slots: RenderedSlots | None = None  # the last slots render: the caller's, then this loop's
     _owned: tuple[RunPodPod, ...] = field(default=(), init=False, repr=False)
     _owned_by_id: dict[str, RunPodPod] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.conds.working is not self.status:
+            raise ValueError("the loop's Conditions must write to the loop's WorkingStatus")
 
     @property
     def owned(self) -> tuple[RunPodPod, ...]:
@@ -125,7 +132,7 @@ class LoopState:
             said.insert(0, f"draining ({after.drain_reason})")
         reason = "; ".join(said + done) or after.flagged_reason or step.moves[-1].event
         self.transitions.append(Transition(before.pod_id, before.phase, after.phase, reason))
-        self.conds.status = self.conds.status.with_history(
+        self.status.with_history(
             HistoryEntry(
                 time=self.now,
                 action="transition",

@@ -60,6 +60,7 @@ from rpp.decide.nginx_slots import (
     wired_pods,
 )
 from rpp.decide.ownership import owned_pods
+from rpp.decide.working_status import WorkingStatus
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSignals, fails_hard, refresh
 from rpp.model.effects import (
@@ -116,11 +117,22 @@ def decide(
     `status_unreadable`: the stored status could not be read (why); `status` is then
     empty and this loop rebuilds it (rpp/decide/rebuild.py). `last_slots`: the
     previous Decision's `slots`, reused when the slots did not change."""
-    conds = Conditions(status, now=now, generation=generation)
+    working = WorkingStatus(status)
+    conds = Conditions(working, now=now, generation=generation)
     conds.clear(Cond.INVALID_SPEC, reason="Valid", message="the spec is valid")
     second_controller.report(conds, obs.other_controller, now=now)
     write_failures.report(conds, obs.status_writes)
-    loop = LoopState(pool, spec, obs, now, conds, proxy_url, settings_for(spec), slots=last_slots)
+    loop = LoopState(
+        pool,
+        spec,
+        obs,
+        now,
+        conds,
+        proxy_url,
+        settings_for(spec),
+        status=working,
+        slots=last_slots,
+    )
     if obs.pool.deleting_since is not None:
         deletion.step(loop)
         return _finish(loop, generation=generation, desired=0)
@@ -151,33 +163,37 @@ def decide(
     loop.held = unreadable.held(loop.owned) | obs.status_writes.keep_still
     unreadable.report(conds, loop.owned)
     blockers, wired_now = _blockers(loop)
-    # The stored status, not conds.status: this loop's conditions (UnreadablePods,
+    # The stored status, not the working one: this loop's conditions (UnreadablePods,
     # SecondController) already make the new one look non-empty.
     rebuilt = rebuild.needed(status=status, unreadable=status_unreadable, wired=wired_now)
-    for found in find_new_members(status=conds.status, owned=loop.owned, wired=wired_now, now=now):
-        conds.status = conds.status.with_member(found.record).with_history(
+    for found in find_new_members(
+        status=working.current, owned=loop.owned, wired=wired_now, now=now
+    ):
+        working.with_member(found.record)
+        working.with_history(
             HistoryEntry(
                 time=now, action="adopt", outcome="ok", detail=found.how, pod=found.record.pod_id
             )
         )
         loop.note(found.how, pod=found.record.pod_id)
-    settled = intents.settle(conds.status, owned=loop.owned, now=now)
-    conds.status = settled.status
+    settled = intents.settle(working.current, owned=loop.owned, now=now)
+    working.adopt(settled.status)
     loop.unconfirmed = settled.unconfirmed
     for line in settled.notes:
         loop.note(line)
-    conds.status, loop.awaiting = unconfirmed.sort_out(
-        conds.status,
+    sorted_out, loop.awaiting = unconfirmed.sort_out(
+        working.current,
         listed=(p.id for p in obs.pods),
         grace=spec.health.create_listing_grace,
         now=now,
     )
+    working.adopt(sorted_out)
     if rebuilt is not None:
         rebuild.announce(loop, rebuilt)
         members = tuple(
-            refresh(m, loop.plain(m.pod_id, probe=True), now) for m in conds.status.members
+            refresh(m, loop.plain(m.pod_id, probe=True), now) for m in working.current.members
         )
-        conds.status = conds.status.replace(members=members)
+        working.replace(members=members)
         decision = _finish(loop, generation=generation, desired=spec.replicas.min)
         return dataclasses.replace(decision, rebuilt=rebuilt)
     if blockers:
@@ -188,13 +204,13 @@ def decide(
             message="; ".join(message for _, message in blockers),
         )
         members = tuple(
-            refresh(m, loop.plain(m.pod_id, probe=True), now) for m in conds.status.members
+            refresh(m, loop.plain(m.pod_id, probe=True), now) for m in working.current.members
         )
-        conds.status = conds.status.replace(members=members)
+        working.replace(members=members)
         return _finish(loop, generation=generation, desired=status.desired or spec.replicas.min)
     conds.clear(Cond.NOT_ACTING, reason="Acting", message="the pool has what it needs to act")
-    before = conds.status
-    health = judgement.judge(spec=spec, status=conds.status, obs=obs, now=now, conds=conds)
+    before = working.current
+    health = judgement.judge(spec=spec, status=working.current, obs=obs, now=now, conds=conds)
     if (expired := judgement.hold_expired_event(before, health)) is not None:
         loop.effects.append(expired)
     canary = release.bake(loop, health)
@@ -205,8 +221,8 @@ def decide(
         members=planned,
         desired=desired,
         pool_wide=health.blocks_replacement,
-        covered=intents.pending_replacements(conds.status),
-        coming=len(conds.status.pending_creates()),
+        covered=intents.pending_replacements(working.current),
+        coming=len(working.current.pending_creates()),
     )
     create = steps.create(loop, wish)
     steps.terminate_first(loop, planned, wish if create is None else None)
@@ -229,11 +245,9 @@ def decide(
     if spec.mode is Mode.MANAGE:
         for effect in loop.effects:
             if isinstance(effect, TerminatePod) and effect.cooldown_datacenter:
-                conds.status = conds.status.with_datacenter_replacement(
-                    effect.cooldown_datacenter, now
-                )
+                working.with_datacenter_replacement(effect.cooldown_datacenter, now)
     kept = planned if spec.mode is Mode.MANAGE else real
-    conds.status = conds.status.replace(members=tuple(m for m in kept if m.phase != Phase.GONE))
+    working.replace(members=tuple(m for m in kept if m.phase != Phase.GONE))
     return _finish(loop, generation=generation, desired=desired)
 
 
@@ -270,14 +284,14 @@ def _drive_members(
     """
     order = {Phase.UPDATING: 0, Phase.WARMING: 1}
     members = sorted(
-        loop.conds.status.members,
+        loop.status.current.members,
         key=lambda m: (order.get(m.phase, 2), m.since, m.pod_id),
     )
     current = {m.pod_id: m for m in members}
     # Who holds which slot, kept up to date member by member (not recounted for each).
     holders = Counter(x.slot for x in current.values() if x.slot is not None)
     ports = slot_ports(loop.spec)
-    rollout = loop.conds.status.rollout
+    rollout = loop.status.current.rollout
     new_canary = (
         rollout.canary
         if rollout is not None and rollout.image == loop.spec.image and rollout.phase == "Canary"
@@ -351,8 +365,8 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
     """The summary fields, Ready, Reconciling and Stalled, the conditions' Events, the plan;
     Observe keeps only the finalizer's effects."""
     mode, conds = loop.spec.mode, loop.conds
-    members = conds.status.members
-    conds.status = conds.status.replace(
+    members = loop.status.current.members
+    loop.status.replace(
         mode=mode.value,
         observed_generation=generation,
         desired=desired,
@@ -374,7 +388,9 @@ def _finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
     progress.set_progress(conds, mode=mode, deleting=deleting)
     effects = [*loop.effects, *conds.events(), *_finalizer(loop)]
     actions = [e for e in effects if not isinstance(e, RecordEvent | Finalizer)]
-    status = conds.status.with_plan(actions if mode is Mode.DRY_RUN else ()).pruned(loop.now)
+    status = loop.status.current.with_plan(actions if mode is Mode.DRY_RUN else ()).pruned(
+        loop.now
+    )
     if mode is Mode.MANAGE:
         # Stored before act carries them out (rpp/decide/intents.py).
         status = intents.write_ahead(status, actions, loop.now)

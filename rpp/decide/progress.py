@@ -96,9 +96,11 @@ def progress(
 
 def set_progress(conds: Conditions, *, mode: Mode, deleting: bool) -> None:
     """Set both on `conds` (after Ready: they read the same conditions)."""
-    reconciling, stalled = progress(conds.status, mode=mode, deleting=deleting, now=conds.now)
+    reconciling, stalled = progress(
+        conds.working.current, mode=mode, deleting=deleting, now=conds.now
+    )
     for kind, verdict in ((RECONCILING, reconciling), (STALLED, stalled)):
-        conds.status = conds.status.with_condition(
+        conds.working.set_condition(
             type=kind,
             status="True" if verdict.true else "False",
             reason=verdict.reason,

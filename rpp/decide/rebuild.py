@@ -45,14 +45,14 @@ def needed(*, status: PoolStatus, unreadable: str | None, wired: Mapping[int, st
 
 def announce(loop: LoopState, why: str) -> None:
     """The Event and the history entry that say the status was rebuilt, and from what."""
-    members = loop.conds.status.members
+    members = loop.status.current.members
     serving = sum(1 for m in members if m.slot is not None)
     text = (
         f"status rebuilt from ground truth: {why}; {len(members)} pod(s) of the pool "
         f"listed by RunPod adopted, {serving} serving in the slots nginx reads; nothing is "
         "created or terminated this loop"
     )
-    loop.conds.status = loop.conds.status.with_history(
+    loop.status.with_history(
         HistoryEntry(time=loop.now, action="rebuild", outcome="ok", detail=text)
     )
     loop.effects.append(RecordEvent(type="Warning", reason="StatusRebuilt", message=text))

@@ -96,7 +96,7 @@ def create_image(
 
 def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
     """Tally and judge the baking canary; None when no canary serves on spec.image."""
-    status, target = loop.conds.status, loop.spec.image
+    status, target = loop.status.current, loop.spec.image
     release = status.rollout
     if release is None or target is None or release.image != target or not release.canary:
         return None
@@ -116,8 +116,8 @@ def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
             judged_by="probes",
             message="rollout.canary.enabled is false: the canary passes without its bake",
         )
-        loop.conds.status = status.replace(
-            rollout=release.replace(phase=RolloutPhase.ROLLING, verdict=skipped)
+        loop.status.adopt(
+            status.replace(rollout=release.replace(phase=RolloutPhase.ROLLING, verdict=skipped))
         )
         return None
     tallied = release.bake
@@ -144,8 +144,8 @@ def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
     )
     passed = verdict.result is VerdictResult.PASSED
     phase = RolloutPhase.ROLLING if passed else RolloutPhase.BAKING
-    loop.conds.status = status.replace(
-        rollout=release.replace(phase=phase, bake=tallied, verdict=verdict)
+    loop.status.adopt(
+        status.replace(rollout=release.replace(phase=phase, bake=tallied, verdict=verdict))
     )
     if passed:
         loop.note(f"canary {canary.pod_id} passed its bake: {verdict.message}", pod=canary.pod_id)
@@ -179,9 +179,9 @@ def roll(
     loop: LoopState, planned: list[MemberRecord], *, wants_create: bool, pool_wide: bool
 ) -> None:
     """Pool step 6 after the machines: the phase, the next drains, UpdateFailed."""
-    status, spec, now, target = loop.conds.status, loop.spec, loop.now, loop.spec.image
+    status, spec, now, target = loop.status.current, loop.spec, loop.now, loop.spec.image
     if not target:
-        loop.conds.status = status.replace(rollout=None)
+        loop.status.adopt(status.replace(rollout=None))
         _update_failed(loop, planned, release=None)
         return
     release = status.rollout
@@ -189,7 +189,7 @@ def roll(
         # A new release: the last one's verdict, canary and backoff do not hold it back.
         release = Rollout(image=target, phase=RolloutPhase.CANARY)
         status = status.replace(backoff=status.backoff.replace(update_until=None))
-        loop.conds.status = status
+        loop.status.adopt(status)
     live = [m for m in planned if m.phase != Phase.GONE]
     updating = [m for m in live if _in_release(m, target)]
     rolling_back = [m for m in live if m.update is not None and m.update.rollback]
@@ -282,7 +282,7 @@ def roll(
         updating=tuple(in_flight),
         waiting=waiting,
     )
-    loop.conds.status = loop.conds.status.replace(rollout=release)
+    loop.status.replace(rollout=release)
     _update_failed(loop, planned, release=release)
 
 
@@ -347,7 +347,7 @@ def _floor(loop: LoopState, *, ready: int) -> tuple[int, str]:
     """The Ready count a parallel roll keeps: replicas.min, or what the load needs."""
     spec = loop.spec
     floor, why = spec.replicas.min, f"replicas.min is {spec.replicas.min}"
-    scaling = loop.conds.status.autoscaling
+    scaling = loop.status.current.autoscaling
     if spec.autoscaling.enabled and scaling is not None and scaling.value is not None:
         needed = math.ceil(ready * scaling.value / spec.autoscaling.target)
         if needed > floor:
@@ -374,7 +374,7 @@ def _update_failed(
             "tried again until spec.image changes",
         )
         return
-    until = loop.conds.status.backoff.update_until
+    until = loop.status.current.backoff.update_until
     failure = rollout.update_failure(planned, update_until=until, now=loop.now)
     if failure is not None:
         loop.conds.set(Cond.UPDATE_FAILED, true=True, reason="RolledBack", message=failure)

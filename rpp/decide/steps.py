@@ -29,9 +29,13 @@ def autoscale_size(loop: LoopState, planned: list[MemberRecord]) -> int:
     ready = sum(1 for m in planned if m.phase == Phase.READY and m.slot is not None)
     reading = loop.obs.prometheus
     scaling = autoscale.scale(
-        spec=spec, status=conds.status, value=reading.autoscaling_value, ready=ready, now=loop.now
+        spec=spec,
+        status=loop.status.current,
+        value=reading.autoscaling_value,
+        ready=ready,
+        now=loop.now,
     )
-    conds.status = scaling.status
+    loop.status.adopt(scaling.status)
     if spec.autoscaling.enabled and scaling.unavailable:
         why = "; ".join(p for p in reading.problems if p.startswith("autoscaling.")) or (
             "autoscaling.query returned no value"
@@ -57,7 +61,7 @@ def autoscale_size(loop: LoopState, planned: list[MemberRecord]) -> int:
 
 def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
     """Pool step 4 (and replacements): the one create of this loop, or why not."""
-    conds, spec, status = loop.conds, loop.spec, loop.conds.status
+    conds, spec, status = loop.conds, loop.spec, loop.status.current
     effect = None
     if wish is None:
         conds.clear(
@@ -169,7 +173,7 @@ def terminate_first(
     kept: list[MemberRecord] = []
     if blocked is not None:
         replaced = surge_first.being_replaced(
-            planned, covered=intents.pending_replacements(loop.conds.status)
+            planned, covered=intents.pending_replacements(loop.status.current)
         )
         choice = loop.spec.health.when_replacement_blocked
         # A flagged pod already leaving makes room: one serving pod drains at a time.
@@ -215,7 +219,7 @@ class _Blocked:
 
 def _create_blocked(loop: LoopState) -> _Blocked | None:
     """What keeps this loop's create from happening, if anything, from its condition."""
-    status = loop.conds.status
+    status = loop.status.current
     found = status.condition(Cond.CREATE_BLOCKED.value)
     # A pod RunPod created and does not list yet blocks only for moments: no reason
     # to terminate anything before its replacement can be created.

@@ -41,7 +41,7 @@ def step(loop: LoopState) -> list[str]:
 
     Returns the wired pods kept in nginx although their probes fail hard, because
     nothing this loop shows the controller's own network works (NotActing says so)."""
-    status = loop.conds.status
+    status = loop.status.current
     members = sorted(status.members, key=lambda m: (m.since, m.pod_id))
     if _serving(loop) != {m.slot: m.pod_id for m in members if m.slot is not None}:
         # nginx serves what the status does not say (or its ConfigMap did not read): the
@@ -91,7 +91,7 @@ def step(loop: LoopState) -> list[str]:
     if write is not None:
         loop.effects.append(write)
     kept = planned if manage else real
-    loop.conds.status = status.replace(members=tuple(kept))
+    loop.status.adopt(status.replace(members=tuple(kept)))
     return blind
 
 
