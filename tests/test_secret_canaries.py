@@ -22,7 +22,6 @@ import asyncio
 import base64
 import json
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -31,6 +30,7 @@ from rpp.sim.cloud_api import CloudApi
 from rpp.sim.faults import EchoingRefusal
 from rpp.sim.localhttp import serve_local
 from rpp.sim.proxy import ProxyApp, route_by_host
+from tests import secret_forms
 from tests.controller_kit import GPU, IMAGE, manifest
 from tests.fixtures_rehearsal import NS, Rehearsal
 from tests.kmock_strict import CONFIG_MAPS, POOLS, SECRETS, StrictKubernetesEmulator
@@ -46,19 +46,8 @@ CANARIES = {
 NEW_IMAGE = "ghcr.io/example/inference:1.5.0"
 
 
-def spellings(secret: str) -> set[str]:
-    return {
-        secret,
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        quote(secret, safe=""),
-        quote_plus(secret),
-    }
-
-
 def leaks(text: str) -> list[str]:
-    secrets = [API_KEY, *CANARIES.values()]
-    return [form for secret in secrets for form in spellings(secret) if form in text]
+    return secret_forms.leaks(text, [API_KEY, *CANARIES.values()])
 
 
 def seed(rehearsal: Rehearsal) -> None:

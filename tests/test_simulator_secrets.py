@@ -16,12 +16,12 @@ from __future__ import annotations
 import io
 import json
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 from rpp.adapters.redaction import MASK
 from rpp.sim.run import Run, run_scenario
 from rpp.sim.scenario import parse_scenario_text
 from rpp.sim.world import API_KEY, HF_TOKEN, METRICS_TOKEN
+from tests import secret_forms
 
 SECRETS = (API_KEY, METRICS_TOKEN, HF_TOKEN)
 KEY_ECHO = f"status 'key {MASK}' is not a status"
@@ -63,19 +63,8 @@ events:
 """
 
 
-def spellings(secret: str) -> set[str]:
-    """Every form a text may carry a secret in: as is, JSON-escaped, URL-encoded."""
-    return {
-        secret,
-        json.dumps(secret)[1:-1],
-        json.dumps(secret, ensure_ascii=False)[1:-1],
-        quote(secret, safe=""),
-        quote_plus(secret),
-    }
-
-
 def leaks(text: str) -> list[str]:
-    return [form for secret in SECRETS for form in spellings(secret) if form in text]
+    return secret_forms.leaks(text, SECRETS)
 
 
 def simulate(*, as_json: bool) -> tuple[str, Run]:

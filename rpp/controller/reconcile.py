@@ -107,13 +107,10 @@ class PoolReconciler:
     ) -> None:
         self.kube = kube
         self.executor = executor
-        self.prober = prober
-        self.prometheus = prometheus
         self.clock = clock
         self.metrics = metrics
         self.proxy_url = proxy_url
         self.group = group
-        self.redactor = redactor
         self.observer = PoolObserver(
             kube=kube, prober=prober, prometheus=prometheus, redactor=redactor
         )

@@ -69,7 +69,7 @@ def decide_without_write_ahead(
             last_slots=last_slots,
         )
         waiting = write_failures.keep_still(
-            decision.effects, status=decision.status, settings=settings
+            decision.effects, status=decision.status, settings=settings, now=now
         )
         if waiting == frozenset():
             return decision

@@ -27,23 +27,13 @@ writes failed and why), False again once writes land in a following loop.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
-from typing import assert_never
 
+from rpp.decide import intents
 from rpp.decide.conditions import Cond, Conditions
-from rpp.machines.signals import UNREACHABLE, MemberSettings
-from rpp.model.effects import (
-    AddFinalizer,
-    CreatePod,
-    Effect,
-    RecordEvent,
-    RemoveFinalizer,
-    TerminatePod,
-    Unwire,
-    UpdatePod,
-    Wire,
-    WriteSlots,
-)
+from rpp.machines.signals import MemberSettings, down
+from rpp.model.effects import Effect
 from rpp.model.members import MemberRecord
 from rpp.model.observations import StatusWrites
 from rpp.model.status import PoolStatus
@@ -87,41 +77,30 @@ def create_hold(writes: StatusWrites) -> str | None:
 
 
 def keep_still(
-    effects: Iterable[Effect], *, status: PoolStatus, settings: MemberSettings
+    effects: Iterable[Effect],
+    *,
+    status: PoolStatus,
+    settings: MemberSettings,
+    now: dt.datetime,
 ) -> frozenset[str] | None:
     """The members whose effect here needs a write-ahead: every update, and every
     terminate but a dead pod's. Empty: every effect is safe to repeat without one.
     None: a create, which no member can be kept still for (it waits in decide)."""
     waiting: set[str] = set()
     for effect in effects:
-        match effect:
-            case CreatePod():
-                return None
-            case UpdatePod():
-                waiting.add(effect.pod_id)
-            case TerminatePod():
-                if not dead(status.member(effect.pod_id), settings):
-                    waiting.add(effect.pod_id)
-            case (
-                Wire()
-                | Unwire()
-                | WriteSlots()
-                | RecordEvent()
-                | AddFinalizer()
-                | RemoveFinalizer()
-            ):
-                pass  # no RunPod write: safe to repeat without a write-ahead
-            case _:
-                assert_never(effect)
+        # What needs a write-ahead is what intents.py writes one for (a RunPod write).
+        intent = intents.intent_for(effect, now)
+        if intent is None:
+            continue
+        if intent.action == "create" or intent.pod is None:
+            return None
+        if intent.action == "terminate" and dead(status.member(intent.pod), settings):
+            continue
+        waiting.add(intent.pod)
     return frozenset(waiting)
 
 
 def dead(member: MemberRecord | None, settings: MemberSettings) -> bool:
-    """Out of nginx and dead or hung as far as the pool can tell: its probes fail hard,
-    or it was flagged for Unreachable and is still in breach (as rpp/machines/signals.py
-    judges a pod down)."""
-    if member is None or member.slot is not None:
-        return False
-    return member.hard_failures >= settings.hard_failures_to_quarantine or (
-        member.flagged_rule == UNREACHABLE and UNREACHABLE in member.breaches
-    )
+    """Out of nginx and down (rpp/machines/signals.py `down`): its terminate is safe to
+    send again, and waiting for a write-ahead would only keep it billing."""
+    return member is not None and member.slot is None and down(member, settings)

@@ -433,28 +433,22 @@ class MemberMachine(UpdateCallbacks, StateMachine):
     def release(self, signals: MemberSignals) -> None:
         """Wire(slot); Event PodReleased"""
         record = self.view.current
-        self._wire(signals.offered_slot)
-        self.view.change(quarantine=None)
-        self._event(
-            "Normal",
-            "PodReleased",
-            f"pod {record.pod_id} ({record.name}) passed {record.pass_streak} probes in a "
-            "row and is back in nginx",
-        )
+        self._back_in_nginx(signals, f"passed {record.pass_streak} probes in a row")
 
     def release_into_empty(self, signals: MemberSignals) -> None:
         """Wire(slot); Event PodReleased"""
         # Waiting for 3 passes guards the other pods' traffic against a flapping pod;
         # with no other pod in nginx there is none to guard, and every loop out is lost.
+        self._back_in_nginx(signals, "passed its probe", "which had no pod of the pool")
+
+    def _back_in_nginx(self, signals: MemberSignals, passed: str, *more: str) -> None:
         record = self.view.current
         self._wire(signals.offered_slot)
         self.view.change(quarantine=None)
-        self._event(
-            "Normal",
-            "PodReleased",
-            f"pod {record.pod_id} ({record.name}) passed its probe and is back in nginx, "
-            "which had no pod of the pool",
+        text = ", ".join(
+            (f"pod {record.pod_id} ({record.name}) {passed} and is back in nginx", *more)
         )
+        self._event("Normal", "PodReleased", text)
 
     def unwire_unreachable(self) -> None:
         """Unwire"""

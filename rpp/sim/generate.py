@@ -22,7 +22,7 @@ What a scenario holds, each drawn from its own generator:
   whole run (`cloud.listingLag`) or for a few creates from a chosen time (`ListingLag`
   faults); drawn from a generator of its own, so the rest of a scenario is the one an
   earlier soak drew for its seed and index;
-- issue 25's shapes (rpp/sim/generate_shapes.py), each for a share of the scenarios,
+- the dead-pool shapes (rpp/sim/generate_shapes.py), each for a share of the scenarios,
   from a generator of its own too: a single-pod pool at its caps whose pod dies or
   hangs, independent failures minutes apart, every pod dying at once (sometimes with
   no stock for a while), a status-write storm of 10 to 60 minutes;

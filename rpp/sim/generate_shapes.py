@@ -1,4 +1,4 @@
-"""Issue 25's shapes for the soak: the cases where a dead pool once billed in silence.
+"""The dead-pool shapes for the soak: the cases where a dead pool once billed in silence.
 
 Where it sits: the simulator, under the soak's scenario generator (rpp/sim/generate.py),
 which calls `draw_shapes` on a scenario it has drawn. Each shape is drawn for a share of
@@ -37,7 +37,7 @@ def draw_shapes(
     active: float,
     prefix: str,
 ) -> list[str]:
-    """Add issue 25's shapes drawn for this scenario; the names of those added."""
+    """Add the dead-pool shapes drawn for this scenario; the names of those added."""
     drawn = [rng.random() for _ in range(4)]  # one draw per shape, always all four
     shapes: list[str] = []
     size = int(pool["spec"]["replicas"]["min"])

@@ -237,6 +237,12 @@ class Checker:
             group.on_finish(self)
 
 
+def pod_in_path(request: httpx.Request) -> str | None:
+    """The pod id a per-pod RunPod call names (/v2/pods/{podId}[/...]), if any."""
+    parts = request.url.path.strip("/").split("/")
+    return parts[2] if len(parts) >= 3 and parts[1] == "pods" else None
+
+
 def as_listed(pod: FakePod) -> RunPodPod:
     """The pod as the ownership rule reads it (its name and id are all it needs)."""
     info = pod.info

@@ -32,17 +32,16 @@ import httpx
 
 from rpp.controller.reconcile import PoolResult
 from rpp.decide.ownership import owns
-from rpp.machines.signals import MemberSettings
 from rpp.model.observations import PodStatus
 from rpp.model.runpod_operations import RunPodOperation
 from rpp.model.status import PoolStatus
-from rpp.sim.check.checker import Checker, NoChecks, as_listed
+from rpp.sim.check.checker import Checker, NoChecks, as_listed, pod_in_path
+from rpp.sim.check.serving import TERMINATE_RETRY_S
 from rpp.sim.cloud_model import FakePod
 from rpp.sim.inference_work import ServiceMode
 
 DEAD_BILLED_S = 15 * 60.0
 DEAD_BILLED = "dead pod billed"
-TERMINATE_RETRY_S = MemberSettings().terminate_retry_s + 30.0
 POOL_WIDE = "PoolWideDegradation"
 _DEAD_SERVICE = frozenset({ServiceMode.DIES, ServiceMode.FAILS, ServiceMode.HANGS})
 
@@ -93,12 +92,10 @@ class DeadBilled(NoChecks):
         self.terminated_at: dict[str, float] = {}  # pod id -> its last deletePod
 
     def on_call(self, checker: Checker, operation: str, request: httpx.Request) -> None:
-        if (
-            operation == RunPodOperation.LIST_PODS
-        ):  # what every loop starts with: the first that could see
-            self._see(checker)
-        elif operation == RunPodOperation.DELETE_POD:
-            self.terminated_at[request.url.path.rstrip("/").rsplit("/", 1)[-1]] = checker.seconds
+        if operation == RunPodOperation.LIST_PODS:  # every loop starts with it: the first
+            self._see(checker)  # that could see
+        elif operation == RunPodOperation.DELETE_POD and (pid := pod_in_path(request)):
+            self.terminated_at[pid] = checker.seconds
 
     def on_loop(self, checker: Checker, result: PoolResult) -> None:
         self._see(checker)
@@ -108,7 +105,8 @@ class DeadBilled(NoChecks):
         for pid, since in sorted(self.seen.items()):
             start = since if self.last_loop is None else max(since, self.last_loop)
             asked = self.terminated_at.get(pid)
-            if kept is None and (asked is None or now - asked > TERMINATE_RETRY_S):
+            retry_due = TERMINATE_RETRY_S + checker.world.interval
+            if kept is None and (asked is None or now - asked > retry_due):
                 self.billed[pid] = self.billed.get(pid, 0.0) + max(0.0, now - start)
             billed = self.billed.get(pid, 0.0)
             if billed > DEAD_BILLED_S and pid not in self.reported:

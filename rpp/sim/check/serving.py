@@ -23,12 +23,13 @@ from __future__ import annotations
 import httpx
 
 from rpp.controller.reconcile import PoolResult
+from rpp.machines.signals import MemberSettings
 from rpp.model.members import Phase
 from rpp.model.runpod_operations import RunPodOperation
 from rpp.model.status import PoolStatus
-from rpp.sim.check.checker import Checker, NoChecks
+from rpp.sim.check.checker import Checker, NoChecks, pod_in_path
 
-TERMINATE_RETRY_S = 300.0  # rpp/machines/signals.py MemberSettings.terminate_retry_s
+TERMINATE_RETRY_S = MemberSettings().terminate_retry_s
 STALE_SLOT_LOOPS = 2
 ZERO_WIRED_LOOPS = 1
 
@@ -50,10 +51,8 @@ class Serving(NoChecks):
         self.deletes_failed: dict[str, int] = {}  # deletes after which RunPod still lists it
 
     def on_call(self, checker: Checker, operation: str, request: httpx.Request) -> None:
-        if operation == RunPodOperation.DELETE_POD:
-            parts = request.url.path.strip("/").split("/")
-            if len(parts) >= 3:
-                self.deletes_sent[parts[2]] = self.deletes_sent.get(parts[2], 0) + 1
+        if operation == RunPodOperation.DELETE_POD and (pid := pod_in_path(request)):
+            self.deletes_sent[pid] = self.deletes_sent.get(pid, 0) + 1
 
     def on_loop(self, checker: Checker, result: PoolResult) -> None:
         pods = checker.world.cloud.pods
