@@ -1,6 +1,6 @@
 """Benchmark: what clients see while pods die, hang, get replaced, rolled or scaled.
 
-Not a test (tests/test_serving.py asserts the targets on short runs); run it by hand,
+Not a test (tests/serving/test_serving.py asserts the targets on short runs); run it by hand,
 about 25 minutes on a 2-core machine:
 
     .venv/bin/python benchmarks/bench_serving.py [--scenarios dies,roll] [--writes 20]

@@ -11,7 +11,7 @@ charges whatever function was running when the process was descheduled.
 subpackage, a standard library module); a C function (a socket send, json's decoder) is
 charged to the areas of the Python functions that called it, in proportion to the calls.
 Its shares (of the profiled CPU) are what docs/install.md's "What the goals cost" quotes,
-through the `figures` of a results file (tests/test_docs_truth.py).
+through the `figures` of a results file (tests/architecture/test_docs_truth.py).
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@
 The table sits between the markers `<!-- sizing:start -->` and `<!-- sizing:end -->` in
 docs/install.md. Its rows come from benchmarks/results/fleet.json (and fleet_tls.json
 when it exists), one per fleet size measured, each figure quoted exactly as the results
-file's `figures` give it (tests/test_docs_truth.py holds every doc to that).
-tests/test_sizing_table.py runs `--check`, so a new measurement without a new table fails.
+file's `figures` give it (tests/architecture/test_docs_truth.py holds every doc to that).
+tests/install/test_sizing_table.py runs `--check`, so a new measurement without a new table fails.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CEL as the Kubernetes API server evaluates a CRD's rules, on top of cel-python.
 
-Shared by tests/crd_admission.py (admitting pools) and tests/test_crd_install.py (creating
+Shared by tests/crd_admission.py (admitting pools) and tests/install/test_crd_install.py (creating
 the CRD). The API server runs `x-kubernetes-validations` with cel-go over values it
 converts by the schema (k8s.io/apiserver pkg/cel/common/values.go); cel-python differs
 where that matters to us, so this module makes it behave as cel-go does:

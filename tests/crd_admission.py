@@ -1,6 +1,6 @@
 """The API server's admission of a RunPodPool, modelled from the generated CRD.
 
-Shared by tests/test_crd.py and tests/test_spec_agreement.py. What a user who runs
+Shared by tests/model/test_crd.py and tests/model/test_spec_agreement.py. What a user who runs
 `kubectl apply` gets is decided by the API server from deploy/crd.yaml; this module does
 the same steps, in the same order, from the same generated CRD (rpp/model/crd.py):
 

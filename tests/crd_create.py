@@ -1,6 +1,6 @@
 """What the API server checks on a CustomResourceDefinition when it is created.
 
-Shared by tests/test_crd_install.py. Issue 24: a real API server refused deploy/crd.yaml
+Shared by tests/install/test_crd_install.py. Issue 24: a real API server refused deploy/crd.yaml
 with 7 errors while every test passed, because the tests admitted pools and never
 checked the CRD itself. `crd_problems` does what apiextensions-apiserver does on create
 (pkg/apis/apiextensions/validation/validation.go, ValidateCustomResourceDefinition), for

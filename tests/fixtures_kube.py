@@ -1,11 +1,11 @@
 """Shared pieces of the tests that talk to a Kubernetes API over HTTP on 127.0.0.1.
 
 Two servers: kmock, made strict by tests/kmock_strict.py, under the real adapter
-(tests/test_kube_real.py, tests/test_kube_server_ways.py), whose waits run on a
-`Stopwatch` so that a grace of seconds passes at once; and the stand-in,
+(tests/adapters/kube/test_kube_real.py, tests/adapters/kube/test_kube_server_ways.py), whose waits
+run on a `Stopwatch` so that a grace of seconds passes at once; and the stand-in,
 rpp/sim/kube_standin.py, run as the rig and the fleet benchmark run it: its own process,
-its port on its first stdout line (tests/test_kube_standin.py,
-tests/test_nginx_reloader_api.py). tests/conftest.py imports the fixtures.
+its port on its first stdout line (tests/sim/test_kube_standin.py,
+tests/commands/test_nginx_reloader_api.py). tests/conftest.py imports the fixtures.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ What it follows (github.com/fluxcd/pkg, runtime/cel):
 
 One difference from cel-go is bridged here: cel-python's `has(e.f)` is false when `e`
 itself is an error (an unbound `status`), where cel-go returns the error; `GoEvaluator`
-returns it, as tests/test_gitops_health.py checks on fluxcd/pkg's own test cases.
+returns it, as tests/install/test_gitops_health.py checks on fluxcd/pkg's own test cases.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`rpp nginx-reloader` started as its own process, as the nginx Pod's sidecar runs.
 
-For the tests that meet it as a process (tests/test_nginx_reloader.py against kmock,
-tests/test_nginx_reloader_api.py against the Kubernetes API stand-in): configured only by
+For the tests that meet it as a process (tests/commands/test_nginx_reloader.py against kmock,
+tests/commands/test_nginx_reloader_api.py against the Kubernetes API stand-in): configured only by
 its flags, its environment and a kubeconfig naming the server, for pool `inference`.
 """
 

@@ -2,7 +2,7 @@
 
 Where it sits: act, called by the executor (rpp/act/executor.py) for a CreatePod
 effect in Manage mode. Where a pod may go and in which order is decided by decide
-(rpp/decide/placement.py) and carried in the effect: its GPU types and datacenters in
+(rpp/decide/capacity/placement.py) and carried in the effect: its GPU types and datacenters in
 the order to try. This module does the I/O and decides nothing: it reads RunPod's GPU
 catalog once, leaves out what that catalog shows without stock or over the cost cap
 (the rules rpp/model/candidates.py holds for decide and act alike), then calls create
@@ -24,7 +24,7 @@ whose GPU type's list price (times the GPU count) is above what decide left unde
 limits.maxHourlyCostUsd (`CreatePod.max_price_per_hr`) is never tried, nor one with no
 price at all (NaN, negative, missing; the last prices read stand in when the catalog
 cannot be read). The prices read go back to status for decide's next check
-(rpp/decide/prices.py).
+(rpp/decide/capacity/prices.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Why aiohttp (rather than httpx's own pool, httpcore):
 - Cancellation. httpcore 1.0.9 leaks a pool slot when a request is cancelled while its
   new connection is being set up (encode/httpcore#1093), which is exactly what a probe
   timeout does to a slow proxy connect; enough of them leave the prober blind. aiohttp
-  releases the slot (tests/test_pod_http.py holds it to that).
+  releases the slot (tests/adapters/test_pod_http.py holds it to that).
 
 Settings chosen for a loop every 30 s over up to thousands of origins: keep-alive 90 s
 (aiohttp's default of 15 s would reconnect, and over TLS re-handshake, every pod every

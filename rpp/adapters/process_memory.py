@@ -107,7 +107,7 @@ def trim_tls_buffers(size: int = TLS_READ_BUFFER) -> bool:
     same socket, each a few microseconds, and every TLS record still arrives whole. The
     attribute is private and process-wide, so this is called once, by `rpp run` only, and
     does nothing (returns False) on a Python where it is missing or not the size this
-    was written against; tests/test_pod_http.py pins it on the Python the project runs.
+    was written against; tests/adapters/test_pod_http.py pins it on the Python the project runs.
     """
     current = getattr(asyncio.sslproto.SSLProtocol, "max_size", None)
     if not isinstance(current, int) or current < size:

@@ -29,7 +29,7 @@ from rpp.adapters.clock import Clock, SystemClock
 from rpp.adapters.kube.api import KubeError, KubeSettings
 from rpp.adapters.kube.pool_deletion import PoolDeletion
 from rpp.controller.config import ConfigError, read_crd_group, read_namespace
-from rpp.decide.conditions import Cond
+from rpp.decide.state.conditions import Cond
 from rpp.model.documents import clip
 from rpp.model.durations import DurationError, format_duration, parse_duration
 

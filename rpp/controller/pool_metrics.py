@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from rpp.decide.conditions import ALL_CONDITIONS
+from rpp.decide.state.conditions import ALL_CONDITIONS
 from rpp.model import metric_names as names
 from rpp.model.effects import UpdatePod
 from rpp.model.members import PHASES

@@ -5,10 +5,10 @@ the one conflict-safe write helper (rpp/controller/status_write.py). A loop writ
 status up to twice:
 
 - `ahead`: before it creates, terminates or updates a pod, the decided status with
-  its intents (rpp/decide/intents.py). A 409 whose fresh status is still the one the
+  its intents (rpp/decide/ledger/intents.py). A 409 whose fresh status is still the one the
   loop read (a spec change) is written over; any other means someone else wrote
   status since. A loop whose write-ahead did not land carries out only what is safe
-  to repeat without it (rpp/decide/write_failures.py).
+  to repeat without it (rpp/decide/ledger/write_failures.py).
 - `after`: the status with the results folded in. On 409, a loop that acted writes
   over the fresh version only when the fresh status is still the one it wrote or read
   last (its effects are facts now); a loop that acted on nothing re-decides (the
@@ -17,7 +17,7 @@ status up to twice:
 Every status written carries this process's identity and is told to `Writers`
 (rpp/controller/writers.py), which is how a second controller is seen.
 
-`keep_old` keeps a status the controller must rebuild (rpp/decide/rebuild.py) in the
+`keep_old` keeps a status the controller must rebuild (rpp/decide/ledger/rebuild.py) in the
 pool's `<group>/status-before-rebuild` annotation first.
 
 It also remembers, per pool, the status this process last wrote, as stored and as

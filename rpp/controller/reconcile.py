@@ -8,11 +8,11 @@ decision is in rpp/decide/ (returned as values: the status, the effects, whether
 need a write-ahead, which of them act), and act (rpp/act/) carries the effects out.
 
 A status that cannot be read is not a reason to stop: decide rebuilds it from ground
-truth in one loop that changes nothing (rpp/decide/rebuild.py), and the old one is
+truth in one loop that changes nothing (rpp/decide/ledger/rebuild.py), and the old one is
 kept in the pool's `<group>/status-before-rebuild` annotation first.
 
 A loop that creates, terminates or updates a pod (`Decision.needs_write_ahead`) writes
-its intents first (rpp/decide/intents.py): the decided status, with one intent per
+its intents first (rpp/decide/ledger/intents.py): the decided status, with one intent per
 RunPod write, is stored before any RunPod call, over the resourceVersion read (a 409
 whose fresh status is still the one read, a spec change, is written over). If that
 write fails, the loop carries out only what is safe to repeat without a write-ahead

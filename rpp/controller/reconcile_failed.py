@@ -25,8 +25,8 @@ from rpp.adapters.logs import fields, layer_logger
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolResult
 from rpp.controller.status_write import write_status
-from rpp.decide.conditions import READY, RECONCILING, STALLED
 from rpp.decide.progress import SEE_STALLED, Verdict
+from rpp.decide.state.conditions import READY, RECONCILING, STALLED
 from rpp.model.codec import StatusFormatError
 from rpp.model.records import bounded
 from rpp.model.status import PoolStatus

@@ -15,9 +15,9 @@ loop to loop, and a pod just taken out of nginx is not wired again.
 
 It is a cache of a write in flight, not a second memory: a restart loses it, and the
 controller then starts again from the stored status, as after any lost write
-(rpp/decide/intents.py settles what a stopped loop left written down). What it may
+(rpp/decide/ledger/intents.py settles what a stopped loop left written down). What it may
 carry out meanwhile is only what is safe to repeat from that stale status
-(rpp/decide/write_failures.py).
+(rpp/decide/ledger/write_failures.py).
 
 `StatusWrites` (rpp/model/observations.py) is what decide hears of the writes: how
 many failed since when, and why; StatusWriteFailing says it in status, an Event when

@@ -1,7 +1,7 @@
 """A loop whose write-ahead failed, decided again until all it does is safe without one.
 
 Where it sits: the controller, between decide and act. A loop that creates, terminates
-or updates a pod stores its intents first (rpp/decide/intents.py, written by
+or updates a pod stores its intents first (rpp/decide/ledger/intents.py, written by
 rpp/controller/pool_writes.py `ahead`). When that write fails (a storm of 409s, a 5xx,
 a timeout), the reconciler (rpp/controller/reconcile.py) does not act on its first
 decision; it asks here for another, decided with `ahead_failed` set, and carries out
@@ -10,7 +10,7 @@ that one instead.
 Why several decides and not one: only decide's effects show which members would need a
 write-ahead, and keeping them still changes the decision. So each round tells decide
 which members to keep still (those whose update or terminate needs a stored intent,
-rpp/decide/write_failures.py `keep_still`) and decides again, until every effect is
+rpp/decide/ledger/write_failures.py `keep_still`) and decides again, until every effect is
 safe to repeat without a write-ahead: dead and hung pods out of nginx, dead pods
 terminated, Events. A create can never be made safe (decide blocks it: CreateBlocked
 StatusWriteFailing), and a round that keeps no new member still would go round for
@@ -26,10 +26,10 @@ import dataclasses
 import datetime as dt
 
 from rpp.controller.status_carry import StatusCarry
-from rpp.decide import write_failures
-from rpp.decide.loop_state import settings_for
+from rpp.decide.ledger import write_failures
 from rpp.decide.nginx_slots import RenderedSlots
 from rpp.decide.pool import Decision, decide
+from rpp.decide.state.loop_state import settings_for
 from rpp.model.observations import PoolObservation
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus

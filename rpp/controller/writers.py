@@ -15,7 +15,7 @@ pods with one name), this is how the pool finds out:
 
 A new term (leadership won again) forgets the pools' marks, so taking over from a
 replica that led before is not mistaken for a second controller. The evidence goes to
-decide as one sentence (rpp/decide/second_controller.py raises SecondController).
+decide as one sentence (rpp/decide/ledger/second_controller.py raises SecondController).
 """
 
 from __future__ import annotations

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rpp.decide import unreadable
-from rpp.decide.conditions import Cond
-from rpp.decide.loop_state import LoopState
+from rpp.decide.ledger import unreadable
 from rpp.decide.nginx_slots import slots_effect
 from rpp.decide.ownership import owned_pods
+from rpp.decide.state.conditions import Cond
+from rpp.decide.state.loop_state import LoopState
 from rpp.machines import member_step
 from rpp.model.effects import EventType, RecordEvent, RemoveFinalizer
 from rpp.model.members import DrainReason, MemberRecord, Phase

@@ -5,7 +5,7 @@ planned on the assumption that effects succeed; this is where their real results
 land, so status keeps telling the truth:
 
 - a created pod becomes a Warming member, paired with the member it replaces
-  (rpp/decide/surge_first.py), the create is logged for limits.maxCreatesPerHour, a
+  (rpp/decide/capacity/surge_first.py), the create is logged for limits.maxCreatesPerHour, a
   CapacityUnavailable refusal is cleared, and its price (RunPod's create answer carries
   it) counts in costPerHour from this loop, not from the next listing;
 - a create refused for stock records what was tried (CapacityUnavailable) and waits
@@ -18,7 +18,7 @@ land, so status keeps telling the truth:
   remembered on the member, so its machine rolls back, and a rollback sent holds
   image updates back for 30 minutes;
 - every result lands in the bounded history, and the intent written down for it
-  before act (rpp/decide/intents.py) is removed: its outcome is known now.
+  before act (rpp/decide/ledger/intents.py) is removed: its outcome is known now.
 
 A create is logged at `acted_at`, rounded up to the second: no earlier than RunPod
 made the pod, so it counts for at least the hour after it.
@@ -30,9 +30,10 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import assert_never
 
-from rpp.decide import intents, surge_first
-from rpp.decide.prices import known
-from rpp.decide.safeguards import CREATE_BACKOFF
+from rpp.decide.capacity import surge_first
+from rpp.decide.capacity.prices import known
+from rpp.decide.capacity.safeguards import CREATE_BACKOFF
+from rpp.decide.ledger import intents
 from rpp.machines import rollout
 from rpp.model.effects import (
     AddFinalizer,

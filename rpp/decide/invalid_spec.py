@@ -18,9 +18,9 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rpp.decide.conditions import Cond, Conditions
 from rpp.decide.progress import set_progress
-from rpp.decide.working_status import WorkingStatus
+from rpp.decide.state.conditions import Cond, Conditions
+from rpp.decide.state.working_status import WorkingStatus
 from rpp.model.effects import RecordEvent
 from rpp.model.spec import Mode
 from rpp.model.status import PoolStatus

@@ -6,7 +6,7 @@ module generates (lowercase letters and digits only), or listed in spec.adopt. T
 strict suffix matters: pools "web" and "web-2" have prefixes "rpp-web-" and
 "rpp-web-2-", and "rpp-web-2-abc" must not look like a pod of "web". Ownership goes by
 prefix alone, not by who created the pod: a pod another controller made for the pool is
-the pool's too (rpp/decide/second_controller.py reports that controller).
+the pool's too (rpp/decide/ledger/second_controller.py reports that controller).
 
 The executor applies the same test again on a fresh read of a pod right before it
 deletes or updates it (the ownership safeguard), so the rule itself (`owns`,

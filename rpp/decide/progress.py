@@ -27,7 +27,7 @@ pool Current. So the pool says, on every status it writes:
 Never both True (kstatus takes whichever comes first in the list). Neither is a problem
 of its own: each restates Ready and the conditions below it for the tools that read
 kstatus, so neither is in runpod_pool_condition nor makes an Event
-(rpp/decide/conditions.py).
+(rpp/decide/state/conditions.py).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import datetime as dt
 from collections import Counter
 from dataclasses import dataclass
 
-from rpp.decide.conditions import RECONCILING, STALLED, Cond, Conditions
-from rpp.decide.release import CANARY_FAILED
+from rpp.decide.release.steps import CANARY_FAILED
+from rpp.decide.state.conditions import RECONCILING, STALLED, Cond, Conditions
 from rpp.model.members import Phase
 from rpp.model.records import Condition
 from rpp.model.rollout_records import RolloutPhase
@@ -51,7 +51,7 @@ refusal), clears before; what is still there is usually a key, a Secret, a permi
 or a choice of GPUs that a person has to change."""
 
 _CAPS = frozenset({"MaxPodsReached", "CostCapReached", "CreateRateLimited", "NoDatacenter"})
-"""CreateBlocked reasons that only a person lifts (rpp/decide/safeguards.py, capacity.py).
+"""CreateBlocked reasons that only a person lifts (rpp/decide/capacity/safeguards.py, capacity.py).
 CreateBackoff is not one: creates resume 5 minutes after a failed one."""
 _ROOM = frozenset({"MaxPodsReached", "CostCapReached", "NoDatacenter"})
 """The caps a pod on its way out makes room under (fewer pods, less cost, a datacenter)."""

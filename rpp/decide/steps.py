@@ -1,21 +1,24 @@
-"""The pool steps that run after the member machines, each a function of the loop.
+"""The acting steps size, create, terminate first and shrink, each a function of the loop.
 
-Where it sits: decide, called in order by rpp/decide/pool.py after flagged members
-whose replacement is wired drain (rpp/decide/surge_first.py): the autoscaler sets the
-size (step 7's value feeds steps 4 and shrinking), one create (steps 3 and 4),
-terminate-first for a flagged pod whose replacement cannot be created (with the
-ReplacementBlocked condition for one kept serving), and shrinking one pod at a time.
-The image release (step 6) follows them, in rpp/decide/release.py. Each step appends
-effects to the `LoopState` and explains itself with a condition when it cannot act.
+Where it sits: decide, called by rpp/decide/pool.py (which names every step in the order
+they run) after `drain`: `size` (the autoscaler's size, which `create` and `shrink`
+aim for), `create` (one create: a replacement first, then the size), `terminate first`
+(a flagged pod whose replacement cannot be created, with the ReplacementBlocked
+condition for one kept serving) and `shrink` (one pod at a time). `roll` follows them,
+in rpp/decide/release/steps.py. Each step appends effects to the `LoopState` and
+explains itself with a condition when it cannot act.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rpp.decide import autoscale, capacity, intents, release, surge_first, write_failures
-from rpp.decide.conditions import Cond
-from rpp.decide.loop_state import LoopState
+from rpp.decide.capacity import autoscale, surge_first
+from rpp.decide.capacity import sizing as capacity
+from rpp.decide.ledger import intents, write_failures
+from rpp.decide.release import steps as release
+from rpp.decide.state.conditions import Cond
+from rpp.decide.state.loop_state import LoopState
 from rpp.machines import member_step
 from rpp.machines.signals import down
 from rpp.model.effects import Effect
@@ -24,7 +27,7 @@ from rpp.model.spec import Mode
 
 
 def autoscale_size(loop: LoopState, planned: list[MemberRecord]) -> int:
-    """Pool step 7's size (replicas.min without autoscaling); keeps its windows in status."""
+    """The `size` step: replicas.min without autoscaling; keeps its windows in status."""
     spec, conds = loop.spec, loop.conds
     ready = sum(1 for m in planned if m.phase == Phase.READY and m.slot is not None)
     reading = loop.obs.prometheus
@@ -60,7 +63,7 @@ def autoscale_size(loop: LoopState, planned: list[MemberRecord]) -> int:
 
 
 def create(loop: LoopState, wish: capacity.CreateWish | None) -> Effect | None:
-    """Pool step 4 (and replacements): the one create of this loop, or why not."""
+    """The `create` step (replacements first): the one create of this loop, or why not."""
     conds, spec, status = loop.conds, loop.spec, loop.status.current
     effect = None
     if wish is None:

@@ -26,9 +26,9 @@ the pool offers, and the pool offers slots only when it acts).
 
 from __future__ import annotations
 
-from rpp.decide.health import MIN_PODS_FOR_POOL_WIDE
-from rpp.decide.loop_state import LoopState
+from rpp.decide.health.rules import MIN_PODS_FOR_POOL_WIDE
 from rpp.decide.nginx_slots import SlotsFormatError, slots_effect, wired_pods
+from rpp.decide.state.loop_state import LoopState
 from rpp.machines import member_step
 from rpp.machines.signals import MemberSignals, fails_hard, refresh
 from rpp.model.effects import RecordEvent

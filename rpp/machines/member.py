@@ -37,7 +37,7 @@ billed, for a rule's sake. It stays Ready and counts toward the pool's size, so 
 replacement still waits for a rule's full duration (Ready -> Flagged), which ends the
 quarantine: from then on the replacement takes its place.
 
-Flagged: the pool creates its replacement first (rpp/decide/surge_first.py), and a
+Flagged: the pool creates its replacement first (rpp/decide/capacity/surge_first.py), and a
 member that still serves (slow, erring, a host notice) keeps serving until it is wired
 (`replacement_wired`). One out of nginx and dead (its probes fail hard, or the
 Unreachable rule is still due) does not wait: it is terminated at once (Flagged ->
@@ -202,7 +202,7 @@ class MemberMachine(UpdateCallbacks, StateMachine):
         loop of a quiet member skips the library's dispatch, most of a loop's cost. The
         answer comes from this class's own transitions, tried in the library's order,
         with their guards called with the kwargs `send` would get, so the rules stay
-        here, once (tests/test_member_machine.py checks the answer against `send`). A
+        here, once (tests/machines/test_member_machine.py checks the answer against `send`). A
         transition with validators counts as one that may move: only sending runs them.
         """
         phase = str(self.view.phase)

@@ -7,7 +7,7 @@ as if written there (`rpp diagrams` reads their docstrings for the docs). They a
 apart because the update is one story: drain, UpdatePod, restart, rewire, and on
 failure the rollback to the old image, whose policy is rpp/machines/rollout.py.
 
-A release's canary (status.rollout.canary, chosen by rpp/decide/release.py) takes two
+A release's canary (status.rollout.canary, chosen by rpp/decide/release/steps.py) takes two
 transitions of its own: once its update took it starts its bake (`start_bake`: wired
 like any updated pod, with an Event saying it bakes), and when its bake fails the pool
 signals `canary_failure`: it is unwired at once and drained (`reject_canary`), then

@@ -2,7 +2,7 @@
 
 Where it sits: beside the member machine (rpp/machines/member.py), which carries each
 pod through the update; the machine's update guards (rpp/machines/member_update.py),
-the release step that picks the pods to update (rpp/decide/release.py), the fold after
+the release step that picks the pods to update (rpp/decide/release/steps.py), the fold after
 act (rpp/decide/fold.py) and the UpdateFailed condition all ask this module. Pure: no
 I/O, no clock.
 
@@ -18,7 +18,7 @@ I/O, no clock.
    fails its bake goes back the same way, after a drain.
 3. The backoff. Once a rollback is sent, image updates of the same release pause for
    `UPDATE_BACKOFF` (status.backoff.updateUntil), and UpdateFailed says why until it
-   is over; a new spec.image is not held back by it (rpp/decide/release.py).
+   is over; a new spec.image is not held back by it (rpp/decide/release/steps.py).
 """
 
 from __future__ import annotations

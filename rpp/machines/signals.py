@@ -3,7 +3,7 @@
 The pool builds one `MemberSignals` per member per loop from its observations (the
 RunPod listing, this member's probe, the health rules' verdicts) and from its own
 pool-wide view (is this the last wired pod, is degradation pool-wide, which slot is
-free). The health rules themselves are judged in rpp/decide/health.py; the machine
+free). The health rules themselves are judged in rpp/decide/health/rules.py; the machine
 only reads their verdict. Its guards read only these signals, the member record and
 `now`, so they are pure.
 
@@ -30,7 +30,7 @@ from rpp.model.codec import stamp
 from rpp.model.members import MemberRecord, ProbeRecord
 from rpp.model.observations import ProbeResult, RunPodPod
 
-UNREACHABLE = "Unreachable"  # the rule that also unwires at once (rpp/decide/health.py)
+UNREACHABLE = "Unreachable"  # the rule that also unwires at once (rpp/decide/health/rules.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +73,7 @@ class MemberSignals(NamedTuple):
     `pod` is the pod as RunPod listed it this loop, None when the listing (which
     succeeded: drive members only after a successful list) did not contain it.
     `breaches`, `flagged` and `reasons` are the health rules' verdict for this member
-    (rpp/decide/health.py `MemberHealth`): the breach start of each rule in breach,
+    (rpp/decide/health/rules.py `MemberHealth`): the breach start of each rule in breach,
     the rules breached for their full duration (first one named when flagging), and
     a human reason per rule; `breaches=None` means not judged this loop, and the record
     keeps its breach starts. `pool_wide` is PoolWideDegradation.
@@ -87,10 +87,10 @@ class MemberSignals(NamedTuple):
     `update_refused` is True when RunPod refused this member's last UpdatePod.
     `canary` is True for the release's canary (status.rollout.canary) while it is put on
     the new image; `canary_failure` is the verdict's message once its bake failed, and
-    `rollback_to` the image it goes back to (rpp/decide/release.py sets all three).
+    `rollback_to` the image it goes back to (rpp/decide/release/steps.py sets all three).
     `unconfirmed` names a terminate or update of this member that a loop wrote down
     and never saw answered (it stopped in between): it is sent again
-    (rpp/decide/intents.py).
+    (rpp/decide/ledger/intents.py).
 
     A named tuple, not a frozen dataclass: as immutable, and the pool builds one per
     member per loop, where a frozen dataclass's construction was a tenth of a quiet loop.
@@ -127,7 +127,7 @@ def down(record: MemberRecord, settings: MemberSettings) -> bool:
     """Dead or hung as far as the pool can tell: its probes fail hard, or it was flagged
     for Unreachable and is still in breach of it. Such a pod serves nobody, so it never
     counts as serving: not for Ready, not for "enough pods serve", not as the pod that
-    keeps its replacement waiting (rpp/decide/capacity.py, rpp/decide/steps.py)."""
+    keeps its replacement waiting (rpp/decide/capacity/sizing.py, rpp/decide/steps.py)."""
     return fails_hard(record, settings) or (
         record.flagged_rule == UNREACHABLE and UNREACHABLE in record.breaches
     )

@@ -2,7 +2,8 @@
 
 Where it sits: the model, below decide and act, because both apply these rules and act
 must not import decide. Decide applies them with what it knows (the last list prices,
-status.catalogPrices; rpp/decide/prices.py and rpp/decide/placement.py) and puts the
+status.catalogPrices; rpp/decide/capacity/prices.py and
+rpp/decide/capacity/placement.py) and puts the
 result in the CreatePod effect: the GPU types that fit under the cost cap and the
 datacenters in the order to try. Act (rpp/act/create.py) reads RunPod's GPU catalog
 right before it creates, a read decide never gets (one more RunPod call per pool per

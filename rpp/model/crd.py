@@ -8,7 +8,7 @@ a type on every node, OpenAPI 3.0's boolean `exclusiveMinimum`), so a field adde
 model appears in the API server's schema with the same type, default, bounds and
 documentation.
 
-The pass also makes the API server judge as `rpp validate` does (tests/test_spec_agreement.py
+The pass also makes the API server judge as `rpp validate` does (tests/model/test_spec_agreement.py
 checks a corpus through both): no field is `nullable`, so the API server prunes a null
 like an absent field (rpp.model.spec_load does the same); every list of strings is a set
 (`x-kubernetes-list-type: set`: an entry listed twice is refused); and `metadata.name`
@@ -16,7 +16,8 @@ carries the pool-name rules (a DNS label of at most 50 characters).
 
 Creating the CRD, the API server checks each `default` as written against the rules of its
 node and of the nodes below it; rpp/model/crd_guards.py guards the rules that read a field
-such a default leaves out (tests/test_crd_install.py checks the CRD as the API server does).
+such a default leaves out (tests/install/test_crd_install.py checks the CRD as the API server
+does).
 
 The status gets the same pass over `rpp.model.status.PoolStatus`, minus what only an input
 needs: no defaults (the API server would fill them into what it stores, and the controller

@@ -35,7 +35,7 @@ class CreatePod:
     spec.image, or the template's). `max_price_per_hr` is what is left under
     limits.maxHourlyCostUsd: act tries no candidate whose catalog price is above it,
     and falls back on `catalog_prices` (the last prices read) when the catalog is
-    unreadable (rpp/decide/prices.py).
+    unreadable (rpp/decide/capacity/prices.py).
     """
 
     action: ClassVar[ActionKind] = "create"

@@ -134,7 +134,7 @@ class MemberRecord(StatusModel):
     missing_loops: Whole = 0  # loops in a row RunPod did not list the pod
     adopted: StrictBool = False
     # when RunPod answered 201 for this pod, while its pod list does not show it yet
-    # (rpp/decide/unconfirmed.py); left out once it is listed
+    # (rpp/decide/capacity/unconfirmed.py); left out once it is listed
     unconfirmed_since: Timestamp | None = Field(default=None, exclude_if=lambda t: t is None)
 
     @property

@@ -192,8 +192,8 @@ class StatusWrites:
     Kept in memory by the reconciler (rpp/controller/status_carry.py), never stored:
     `failed` writes (each attempt the API server refused, a 409 or any error) since
     `since` and the last `error`, none while writes land. `ahead_failed`: this loop's
-    write-ahead (rpp/decide/intents.py) did not land, so the loop is decided again with
-    only what is safe to repeat (rpp/decide/write_failures.py); `keep_still` names the
+    write-ahead (rpp/decide/ledger/intents.py) did not land, so the loop is decided again with
+    only what is safe to repeat (rpp/decide/ledger/write_failures.py); `keep_still` names the
     members whose next step needs its write-ahead and must wait for one.
     """
 

@@ -154,7 +154,7 @@ class Intent(StatusModel):
     what it is about to do in status, with a conflict-safe write, and it removes the
     intent once the call's outcome is known. An intent found at the start of a loop is
     the trace of a loop that stopped in between (a crash, a lost status write);
-    rpp/decide/intents.py resolves it from RunPod's listing. A create's intent names
+    rpp/decide/ledger/intents.py resolves it from RunPod's listing. A create's intent names
     the pod's unique name and what it is for (`replacement_for`, or the pool's size).
     """
 

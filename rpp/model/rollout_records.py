@@ -1,7 +1,7 @@
 """`status.rollout`: the release of a new image, as the pool remembers it between loops.
 
 Where it sits: the model layer, composed into `PoolStatus` (rpp/model/status.py). Decide
-writes it (rpp/decide/release.py plans the release, rpp/decide/canary.py judges the
+writes it (rpp/decide/release/steps.py plans the release, rpp/decide/release/canary.py judges the
 canary's bake) and reads it back the next loop, so a restarted controller carries on a
 bake, a passed canary or a rejected image from status alone. `kubectl get rpp` shows
 `phase` in its Rollout column; `verdict` carries the numbers a human needs to agree

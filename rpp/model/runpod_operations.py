@@ -5,7 +5,7 @@ errors and `runpod_pool_runpod_api_calls_total` with it, the simulator's fake cl
 routes requests and deals faults by it, scenario files script faults with it
 (`operation: createPod`), and the invariant checker watches calls by it. One enum
 keeps those names the same everywhere: a misspelt member is a mypy error, and
-tests/test_runpod_operations.py checks every REST member against RunPod's own OpenAPI
+tests/model/test_runpod_operations.py checks every REST member against RunPod's own OpenAPI
 document (vendor/runpod/openapi-v2.json), so a name RunPod does not publish cannot be
 here. It is a StrEnum: each member is its operationId string, so logs, metric labels,
 JSON and scenario files read exactly as the bare names did.

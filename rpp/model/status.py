@@ -9,7 +9,7 @@ the reconciler writes it back with `stored()` and reads it with
 Everything time-based is a timestamp, never a loop counter held in memory, so a
 restarted controller continues where the last one stopped. Logs are pruned by age
 (creates after 1h, datacenter replacements after 24h), history and texts are bounded,
-so the status stays small. Measured as compact JSON (tests/test_status.py, which holds
+so the status stays small. Measured as compact JSON (tests/model/test_status.py, which holds
 these bounds): 50 members with every field set at once, more than a member holds in any
 phase, take 73,691 bytes (bound 75 KiB); the whole status with them, full history and
 every condition at its longest message 116,910 bytes (bound 120 KiB). The API server
@@ -91,7 +91,7 @@ class PoolStatus(StatusModel):
     """The controller process that wrote this status (its Lease identity): how a second
     controller acting on the pool is seen (rpp/controller/writers.py)."""
     # RunPod's list price per GPU by GPU type, as the last create read it from the
-    # catalog: decide prices a create with it (rpp/decide/prices.py).
+    # catalog: decide prices a create with it (rpp/decide/capacity/prices.py).
     catalog_prices: Annotated[Mapping[str, Number], SORTED_KEYS] = Field(
         default_factory=dict, exclude_if=lambda prices: not prices
     )
@@ -183,7 +183,7 @@ class PoolStatus(StatusModel):
     def creates_in_last_hour(self, now: dt.datetime) -> int:
         """Creates that count toward limits.maxCreatesPerHour now: the logged ones of the
         last hour, and every create written down and not settled yet (it may have made
-        a pod; rpp/decide/intents.py logs it once its outcome is known)."""
+        a pod; rpp/decide/ledger/intents.py logs it once its outcome is known)."""
         logged = sum(1 for attempt in self.create_log if now - attempt.time < CREATE_LOG_WINDOW)
         return logged + len(self.pending_creates())
 
@@ -238,7 +238,7 @@ class PoolStatus(StatusModel):
 
         Creates older than 1h leave the create log; replacements leave the datacenter
         log once they can no longer start or extend a cooldown (a datacenter with none
-        left disappears). Autoscaling keeps its own windows (rpp/decide/autoscale.py).
+        left disappears). Autoscaling keeps its own windows (rpp/decide/capacity/autoscale.py).
         """
         create_log = tuple(a for a in self.create_log if now - a.time < CREATE_LOG_WINDOW)
         replacements = {

@@ -11,7 +11,7 @@ per process, and only its value is formatted again, with prometheus_client's own
 `floatToGoString`.
 
 The page is what prometheus_client's `generate_latest` renders for the same values, byte
-for byte (tests/test_pod_metrics.py renders both after the same requests): a counter of
+for byte (tests/sim/test_pod_metrics.py renders both after the same requests): a counter of
 requests, one of 5xx answers, a request-duration histogram, an in-flight gauge, each
 counter and the histogram with its `*_created` sample, and `process_start_time_seconds`.
 Every `*_created` sample is the process start, which is what a restarted process shows

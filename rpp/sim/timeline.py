@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 from rpp.adapters.clock import Clock
 from rpp.controller.reconcile import PoolResult
-from rpp.decide.conditions import RECONCILING, STALLED
+from rpp.decide.state.conditions import RECONCILING, STALLED
 from rpp.model.status import PoolStatus
 from rpp.sim.world import CloudChange
 

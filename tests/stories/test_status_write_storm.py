@@ -3,7 +3,7 @@
 The controller keeps the status it could not write in memory and decides from it
 (rpp/controller/status_carry.py), so dead pods still leave nginx and are terminated;
 creates wait for their write-ahead; StatusWriteFailing reaches the stored status with
-the first write that lands (rpp/decide/write_failures.py).
+the first write that lands (rpp/decide/ledger/write_failures.py).
 """
 
 from __future__ import annotations

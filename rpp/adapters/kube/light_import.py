@@ -20,8 +20,8 @@ the real `__init__` in the stand-in, which becomes the real package. A submodule
 name imports that submodule.
 
 This leans on how the generated packages are laid out, so it is checked on the version
-the project pins (kubernetes 37; tests/test_kube_light_import.py), and does nothing when
-`kubernetes` is already imported or not laid out as expected.
+the project pins (kubernetes 37; tests/adapters/kube/test_kube_light_import.py), and does nothing
+when `kubernetes` is already imported or not laid out as expected.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ STATUS_TEXTS = frozenset(
     }
 )
 """The status fields written in words, from any source; every other string field of the
-status is an id, a name, an image, an enum or a time (tests/test_redaction.py checks
+status is an id, a name, an image, an enum or a time (tests/adapters/test_redaction.py checks
 that each string field of the status model is one or the other)."""
 
 

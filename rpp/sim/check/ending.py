@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from rpp.decide.safeguards import CREATE_BACKOFF
+from rpp.decide.capacity.safeguards import CREATE_BACKOFF
 from rpp.model.members import DrainReason, Phase
 from rpp.model.spec import RunPodPoolSpec
 from rpp.model.status import PoolStatus

@@ -4,12 +4,12 @@ Where it sits: an invariant group of the simulator's checker (rpp/sim/check/chec
 checked at each createPod the controller sends. RunPod may answer a create with the new
 pod's id and list the pod only later (the fake cloud's listingLag). A controller that
 reads the missing pod as gone creates it again, and the pool ends with two pods for one
-need, past maxPods and the cost cap (rpp/decide/unconfirmed.py is the rule it follows).
+need, past maxPods and the cost cap (rpp/decide/capacity/unconfirmed.py is the rule it follows).
 
 The violation: a createPod sent while a pool pod exists that RunPod does not list yet
 (ground truth: the fake cloud), that the pool's stored status holds as a member (the
 controller read its 201 and kept it: a create whose answer was lost to a crash or a 5xx
-is the write-ahead intents' case, rpp/decide/intents.py), and whose create is less than
+is the write-ahead intents' case, rpp/decide/ledger/intents.py), and whose create is less than
 health.createListingGrace old.
 """
 

@@ -1,0 +1,1 @@
+"""Act (rpp/act/): the executor carries effects out as decided, against the fake RunPod."""

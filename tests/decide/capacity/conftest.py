@@ -1,0 +1,1 @@
+"""rpp/decide/capacity/: size, creates, caps, placement, prices, autoscale."""

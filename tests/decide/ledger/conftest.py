@@ -1,0 +1,1 @@
+"""rpp/decide/ledger/: intents, adoption, rebuilds, unreadable pods, other writers."""

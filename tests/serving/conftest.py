@@ -1,0 +1,3 @@
+"""The serving path through a real nginx: clients keep being served while pods die, hang or
+roll.
+"""
