@@ -194,11 +194,67 @@ def test_the_network_policy_opens_only_the_two_ports() -> None:
     assert schema_problems(policy) == []
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     metrics, health = policy["spec"]["ingress"]
-    assert metrics == {"ports": [{"port": "http", "protocol": "TCP"}], "from": [prometheus]}
+    assert metrics["ports"] == [{"port": "http", "protocol": "TCP"}]
+    # The named peers, then helm test's pod (tests/install/test_chart_network_policy.py).
+    assert metrics["from"][0] == prometheus
+    assert len(metrics["from"]) == 2
     assert health == {"ports": [{"port": "health", "protocol": "TCP"}]}
     labels = find(objs, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
     assert "NetworkPolicy" not in {o["kind"] for o in objects(render())}
+
+
+RELABELINGS = [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}]
+METRIC_RELABELINGS = [
+    {"sourceLabels": ["__name__"], "regex": "python_gc_.*", "action": "drop"},
+    {"action": "labeldrop", "regex": "pod_template_hash"},
+]
+
+
+def test_service_monitor_relabelings_reach_the_endpoint_as_the_operator_reads_them() -> None:
+    values = {
+        "serviceMonitor": {
+            "enabled": True,
+            "relabelings": RELABELINGS,
+            "metricRelabelings": METRIC_RELABELINGS,
+        }
+    }
+    monitor = find(objects(render(values)), "ServiceMonitor")
+    assert schema_problems(monitor) == []
+    [endpoint] = monitor["spec"]["endpoints"]
+    assert endpoint["relabelings"] == RELABELINGS
+    assert endpoint["metricRelabelings"] == METRIC_RELABELINGS
+    # None given: the endpoint has neither, rather than empty lists.
+    plain_monitor = find(objects(render({"serviceMonitor": {"enabled": True}})), "ServiceMonitor")
+    [plain] = plain_monitor["spec"]["endpoints"]
+    assert "relabelings" not in plain
+    assert "metricRelabelings" not in plain
+
+
+def test_the_values_schema_knows_the_operators_relabel_fields_and_refuses_others() -> None:
+    """The schema's relabeling is the operator's RelabelConfig, field for field, so what
+    `helm install` accepts is what the operator accepts (and a typo fails before it)."""
+    from cloudcoil.models.prometheus_operator import v1
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    fields = set(schema["definitions"]["relabeling"]["properties"])
+    assert fields == set(v1.Relabeling.model_json_schema(by_alias=True)["properties"])
+    assert fields == set(v1.MetricRelabeling.model_json_schema(by_alias=True)["properties"])
+    validator = values_schema()
+    assert validator.is_valid({"serviceMonitor": {"metricRelabelings": METRIC_RELABELINGS}})
+    for bad in (
+        {"source_labels": ["__name__"]},  # the Prometheus spelling, not the operator's
+        {"action": "delete"},
+        {"sourceLabels": ["not a label"]},
+    ):
+        assert not validator.is_valid({"serviceMonitor": {"relabelings": [bad]}}), bad
+    # What the schema would let through, the operator's model would refuse too.
+    monitor = find(
+        objects(render({"serviceMonitor": {"enabled": True, "relabelings": RELABELINGS}})),
+        "ServiceMonitor",
+    )
+    monitor["spec"]["endpoints"][0]["relabelings"] = [{"source_labels": ["__name__"]}]
+    assert schema_problems(monitor) != []
 
 
 def test_artifact_hub_annotations_name_the_image_and_the_crd() -> None:

@@ -25,6 +25,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/*
+The labels that mark `helm test`'s pod, and by which the NetworkPolicy lets it in: the
+release's selector labels and the test component (the controller's pods are "controller").
+*/}}
+{{- define "rpp.testLabels" -}}
+{{ include "rpp.selectorLabels" . }}
+app.kubernetes.io/component: test
+{{- end -}}
+
 {{/* repository:tag, or repository@digest when a digest is set (it then wins over the tag). */}}
 {{- define "rpp.image" -}}
 {{- if .Values.image.digest -}}
