@@ -1,0 +1,1 @@
+"""rpp/decide/state/: the working status, the loop's state, the conditions."""
