@@ -98,12 +98,20 @@ class Rehearsal:
         data = {"METRICS_TOKEN": token}
         self.kmock.seed(SECRETS, NS, {"metadata": {"name": "inference-env"}, "data": data})
 
-    async def start(self, runpod_url: str, *, api_key: str = API_KEY) -> None:
+    async def start(
+        self, runpod_url: str, *, api_key: str = API_KEY, key_file: Path | None = None
+    ) -> None:
+        """`rpp run` with the key in RUNPOD_API_KEY, or in RUNPOD_API_KEY_FILE's `key_file`."""
         kubeconfig = write_kubeconfig(self.tmp_path / "kubeconfig", server=str(self.kmock.url))
+        key = (
+            {"RUNPOD_API_KEY": api_key}
+            if key_file is None
+            else {"RUNPOD_API_KEY_FILE": str(key_file)}
+        )
         env = {
             "PATH": os.environ.get("PATH", ""),
             "KUBECONFIG": str(kubeconfig),
-            "RUNPOD_API_KEY": api_key,
+            **key,
             "NAMESPACE": NS,
             "RECONCILE_INTERVAL": "1",
             "LISTEN_ADDRESS": f"127.0.0.1:{self.listen}",

@@ -14,7 +14,8 @@ enough, so every sink scrubs, with one `Redactor` the process shares:
   names and images the pool's memory needs) and an Event its message;
 - /metrics: the controller's HTTP API scrubs the exposition text.
 
-What is secret: the RunPod API key (given at start), and every value of each pool's
+What is secret: the RunPod API key (given at start, and each key rotated in since: the
+old ones stay secret, as a log line may still quote one), and every value of each pool's
 env Secret (the metrics token is one), remembered per pool by the reconciler each
 loop, with the values the pool's pods still carry for those keys (a rotated secret's
 old value stays secret). A value shorter than MIN_LENGTH is not scrubbed: "1", "true"
@@ -63,6 +64,15 @@ class Redactor:
         self._pattern: re.Pattern[str] | None = None
         self._scrubbed: dict[str, str] = {}
         self._rebuild()
+
+    def keep_secret(self, value: str) -> None:
+        """One more secret for the life of the process (a rotated RunPod key), beside
+        those given at start, which stay secret too."""
+        if not value or value in self._always:
+            return
+        with self._lock:
+            self._always = (*self._always, value)
+            self._rebuild()
 
     def remember(self, owner: str, values: Iterable[str], *, public: Iterable[str] = ()) -> None:
         """`owner`'s secrets (a pool's env values) from now on, replacing the last set.

@@ -65,7 +65,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "run",
         description="Run the controller. Configuration comes from the environment: "
-        "RUNPOD_API_KEY (required), NAMESPACE, CRD_GROUP, PROMETHEUS_URL, RECONCILE_INTERVAL, "
+        "RUNPOD_API_KEY or RUNPOD_API_KEY_FILE (one of them: the key, or a file holding it "
+        "that is read again every loop, so a rotated key needs no restart), NAMESPACE, "
+        "CRD_GROUP, PROMETHEUS_URL, RECONCILE_INTERVAL, "
         "LISTEN_ADDRESS, HEALTH_LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, "
         "RUNPOD_PROXY_URL, "
         "RUNPOD_MAX_ANSWER_MB.",
@@ -83,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"rpp run: {error}", file=sys.stderr)
         return 2
     # One redactor for the whole process: the log, status, Events and /metrics scrub the
-    # same secrets (the API key now, each pool's env Secret values as they are read).
+    # same secrets (the API key now, each key rotated in through RUNPOD_API_KEY_FILE later,
+    # each pool's env Secret values as they are read).
     redactor = Redactor(always=(config.runpod_api_key,))
     configure_logging(config.log_level, config.log_format, redactor=redactor)
     # Two TLS connections per pod: 4 KiB read buffers instead of 256 KiB each.
@@ -125,13 +128,17 @@ async def _main(config: Config, *, kubeconfig: str | None, redactor: Redactor) -
         loop.add_signal_handler(sig, _stopper(stop, sig))
     log.info(
         "runpod-pool-controller %s starting as %s: namespace %s (from %s), CRD group %s, "
-        "RunPod %s, pod traffic %s, Prometheus %s, every %gs, listening on %s:%d",
+        "RunPod %s (the key from %s), pod traffic %s, Prometheus %s, every %gs, listening on "
+        "%s:%d",
         __version__,
         process.identity,
         namespace,
         "NAMESPACE" if config.namespace else access.source,
         config.crd_group,
         config.runpod_api_url,
+        "RUNPOD_API_KEY"
+        if config.runpod_api_key_file is None
+        else f"RUNPOD_API_KEY_FILE={config.runpod_api_key_file}, read every loop",
         config.proxy_pattern,
         config.prometheus_display,
         config.reconcile_interval,

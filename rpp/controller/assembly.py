@@ -15,9 +15,12 @@ and the hooks only one of them uses: `rpp run` gives freed heap back after each 
 the simulator crosses its crash points between effects and hears each pool's result.
 
 Everything else is decided here, once. In particular the secrets: one `Redactor` per
-process (the RunPod API key, and each pool's env Secret values as the reconciler reads
-them), and the Kubernetes adapter wrapped in `RedactingKube`, so status and Events are
-scrubbed on their way out whether `rpp run` writes them or the simulator does.
+process (the RunPod API key, each key rotated in since through RUNPOD_API_KEY_FILE, and
+each pool's env Secret values as the reconciler reads them), and the Kubernetes adapter
+wrapped in `RedactingKube`, so status and Events are scrubbed on their way out whether
+`rpp run` writes them or the simulator does. The controller's key is one `ControllerKey`
+(rpp/controller/runpod_key.py), which the loop refreshes and which swaps a rotated key
+into the one RunPod client and the redactor.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from rpp.controller.config import Config
 from rpp.controller.loop import ControllerLoop
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler, PoolResult
+from rpp.controller.runpod_key import ControllerKey
 from rpp.observe.prober import Prober
 from rpp.observe.prometheus import PrometheusClient
 
@@ -129,7 +133,12 @@ def assemble(
         clock=clock,
         interval=config.reconcile_interval,
         metrics=metrics,
-        secrets=(config.runpod_api_key,),
+        key=ControllerKey(
+            key=config.runpod_api_key,
+            path=config.runpod_api_key_file,
+            runpod=runpod,
+            redactor=redactor,
+        ),
         on_result=on_result,
         after_loop=after_loop,
     )

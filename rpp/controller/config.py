@@ -8,12 +8,17 @@ client, Kubernetes adapter) and to the loop. Nothing else reads the environment,
 
 Every bad value stops the process with one line that names the variable, says what is
 wrong and what to set instead (`ConfigError`), never a traceback. Secrets never appear
-in those lines nor in `Config`'s repr: RUNPOD_API_KEY is not echoed, and credentials in
-PROMETHEUS_URL are cut from every message.
+in those lines nor in `Config`'s repr: RUNPOD_API_KEY (or what RUNPOD_API_KEY_FILE holds)
+is not echoed, and credentials in PROMETHEUS_URL are cut from every message.
+
+The RunPod key comes from exactly one of RUNPOD_API_KEY (read once) and
+RUNPOD_API_KEY_FILE (a mounted Secret, checked here at start and read again at the start
+of every loop by rpp/controller/runpod_key.py, so a rotated key needs no restart).
 
 | variable | default | meaning |
 |---|---|---|
-| RUNPOD_API_KEY | required | the RunPod API key (an All key to act, Read Only to observe) |
+| RUNPOD_API_KEY | one of two | the RunPod API key (an All key to act, Read Only to observe) |
+| RUNPOD_API_KEY_FILE | one of two | a file holding that key (a mounted Secret), read every loop |
 | NAMESPACE | the controller's own | where its RunPodPools live |
 | CRD_GROUP | runpodpool.ownego.com | the RunPodPool API group |
 | PROMETHEUS_URL | none | latency and error-rate rules and autoscaling read it |
@@ -60,6 +65,10 @@ MAX_INTERVAL_S = 3600.0
 DEFAULT_MAX_ANSWER_MB = 16
 MAX_ANSWER_MB = 1024
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+KEY_VARIABLE = "RUNPOD_API_KEY"
+KEY_FILE_VARIABLE = "RUNPOD_API_KEY_FILE"
+KEY_FILE_MAX_BYTES = 4096
+"""A RunPod key is a few dozen characters; a file longer than this is the wrong file."""
 LogFormat = Literal["text", "json"]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -75,6 +84,10 @@ class Config:
     """Everything `rpp run` reads from the environment, validated."""
 
     runpod_api_key: str = field(repr=False)
+    """The key at start: RUNPOD_API_KEY's, or what RUNPOD_API_KEY_FILE held."""
+    runpod_api_key_file: str | None = None
+    """RUNPOD_API_KEY_FILE: the file the key is read from again every loop (None: the key
+    came from RUNPOD_API_KEY and stays what it was at start)."""
     namespace: str | None
     """None: the controller's own namespace, found when it connects to the cluster."""
     crd_group: str = DEFAULT_CRD_GROUP
@@ -137,8 +150,10 @@ def load_config(environ: Mapping[str, str]) -> Config:
             f"HEALTH_LISTEN_ADDRESS: port {port} is LISTEN_ADDRESS's too; choose another port, "
             "or unset it to answer /healthz on LISTEN_ADDRESS alone"
         )
+    key_file = get(KEY_FILE_VARIABLE)
     return Config(
-        runpod_api_key=_api_key(environ.get("RUNPOD_API_KEY")),
+        runpod_api_key=_key_at_start(key=environ.get(KEY_VARIABLE), key_file=key_file),
+        runpod_api_key_file=key_file,
         namespace=read_namespace(environ),
         crd_group=read_crd_group(environ),
         prometheus_url=_prometheus(get("PROMETHEUS_URL")),
@@ -181,20 +196,70 @@ def _count(name: str, value: str | None, default: int, *, high: int) -> int:
     return int(value)
 
 
+def _key_at_start(*, key: str | None, key_file: str | None) -> str:
+    """The key from exactly one of RUNPOD_API_KEY and RUNPOD_API_KEY_FILE."""
+    if key_file is not None:
+        if key is not None and key.strip():
+            raise ConfigError(
+                f"{KEY_VARIABLE} and {KEY_FILE_VARIABLE}: both set; set only one: "
+                f"{KEY_FILE_VARIABLE} (a mounted Secret, read again every loop, so a rotated "
+                f"key needs no restart) or {KEY_VARIABLE}"
+            )
+        return read_api_key_file(key_file)
+    return _api_key(key)
+
+
 def _api_key(value: str | None) -> str:
     if value is None or not value.strip():
         raise ConfigError(
-            "RUNPOD_API_KEY: not set; put the key in the controller's Secret "
+            f"{KEY_VARIABLE}: not set; put the key in the controller's Secret "
             "(kubectl create secret generic runpod-pool-controller "
-            "--from-literal=RUNPOD_API_KEY=<key>)"
+            f"--from-literal={KEY_VARIABLE}=<key>), or mount that Secret as a file and set "
+            f"{KEY_FILE_VARIABLE} to its path"
         )
+    return check_api_key(value, where=KEY_VARIABLE)
+
+
+def check_api_key(value: str, *, where: str) -> str:
+    """The key alone (surrounding whitespace cut), or a `ConfigError` starting with
+    `where` that says what is wrong with it, never what it is."""
     key = value.strip()
+    if not key:
+        raise ConfigError(f"{where}: empty; put the key there alone")
     if any(ch.isspace() for ch in key) or not key.isprintable():
         # Never echo the key: say only what is wrong with it.
         raise ConfigError(
-            "RUNPOD_API_KEY: contains whitespace or control characters; paste the key alone"
+            f"{where}: contains whitespace or control characters; paste the key alone"
         )
     return key
+
+
+def read_api_key_file(path: str) -> str:
+    """The key RUNPOD_API_KEY_FILE holds, checked as RUNPOD_API_KEY is; a `ConfigError`
+    naming the variable and the path (never the file's content) when it cannot be used.
+
+    The path is opened anew on every call: Kubernetes updates a mounted Secret by
+    swapping the `..data` symlink, so an inode kept open would keep the old key."""
+    where = f"{KEY_FILE_VARIABLE}={path}"
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(KEY_FILE_MAX_BYTES + 1)
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        raise ConfigError(
+            f"{where}: cannot be read ({why}); mount the controller's Secret there, or set "
+            f"{KEY_VARIABLE} instead"
+        ) from None
+    if len(raw) > KEY_FILE_MAX_BYTES:
+        raise ConfigError(
+            f"{where}: longer than {KEY_FILE_MAX_BYTES:,} bytes, so not a RunPod key; point it "
+            "at the file that holds the key alone"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text; put the key there alone") from None
+    return check_api_key(text, where=where)
 
 
 def _namespace(value: str | None) -> str | None:

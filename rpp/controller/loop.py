@@ -1,9 +1,11 @@
 """The controller loop: every pool, every interval, and at once when a pool's spec changes.
 
 Where it sits: it orchestrates observe -> decide -> act for all pools and decides
-nothing itself. Each loop lists the RunPodPools, reads what every pool shares once (one
-RunPod pod listing and one machine-notice query, rpp/observe/shared.py), then
-reconciles the pools concurrently through `PoolReconciler`. `rpp run` drives it under
+nothing itself. Each loop reads the controller's RunPod key file again, if the key comes
+from one (rpp/controller/runpod_key.py: a rotated key is used without a restart), lists
+the RunPodPools, reads what every pool shares once (one RunPod pod listing and one
+machine-notice query, rpp/observe/shared.py), then reconciles the pools concurrently
+through `PoolReconciler`. `rpp run` drives it under
 leader election; the simulator drives the very same loop on virtual time.
 
 Isolation: a pool whose reconcile raises (a bug) or overruns its time budget gets a
@@ -24,7 +26,7 @@ import contextlib
 import dataclasses
 import math
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rpp.adapters.clock import Clock
@@ -36,6 +38,7 @@ from rpp.controller.leader import LeaderElector
 from rpp.controller.pool_metrics import PoolMetrics
 from rpp.controller.reconcile import PoolReconciler, PoolResult
 from rpp.controller.reconcile_failed import ReconcileFailures
+from rpp.controller.runpod_key import FROM_ENVIRONMENT, ControllerKey
 from rpp.controller.watch import PoolWatch, generation, pool_name
 from rpp.observe.shared import Shared, read_shared
 
@@ -56,7 +59,7 @@ class ControllerLoop:
         metrics: PoolMetrics | None = None,
         pool_timeout: float | None = None,
         stall_after: float | None = None,
-        secrets: Sequence[str] = (),
+        key: ControllerKey | None = None,
         on_result: Callable[[PoolResult], None] | None = None,
         after_loop: Callable[[], object] | None = None,
     ) -> None:
@@ -74,7 +77,7 @@ class ControllerLoop:
         self.stall_after = (
             stall_after if stall_after is not None else interval + self.pool_timeout + 60.0
         )
-        self._secrets = tuple(s for s in secrets if s)
+        self.key = key
         self.on_result = on_result
         self.after_loop = after_loop  # `rpp run`: give the loop's freed memory back
         self._locks: dict[str, asyncio.Lock] = {}
@@ -91,6 +94,8 @@ class ControllerLoop:
         """List the pools, read the shared facts once, reconcile every pool concurrently."""
         loop = asyncio.get_running_loop()
         listed_at = loop.time()
+        if self.key is not None:
+            self.key.refresh()
         try:
             pools = await self.kube.list_pools()
         except KubeError as err:
@@ -98,7 +103,7 @@ class ControllerLoop:
             log.error("%s", self.progress.last_error)
             return []
         self._listed = tuple(pools)
-        shared = await read_shared(self.runpod) if pools else Shared(pods=())
+        shared = await self._read_shared() if pools else Shared(pods=())
         shared = dataclasses.replace(shared, pools=self._listed)
         results = await asyncio.gather(
             *(self._locked(obj, shared, listed_at=listed_at) for obj in pools)
@@ -126,8 +131,12 @@ class ControllerLoop:
                 return None  # the periodic loop already reconciled this generation
             what = "spec changed" if name in self._generations else "new pool"
             log.info("%s (generation %d), reconciling now", what, generation(obj))
-            shared = dataclasses.replace(await read_shared(self.runpod), pools=await self._list())
+            shared = dataclasses.replace(await self._read_shared(), pools=await self._list())
             return await self._reconcile(obj, shared)
+
+    async def _read_shared(self) -> Shared:
+        source = FROM_ENVIRONMENT if self.key is None else self.key.source
+        return await read_shared(self.runpod, key=source)
 
     async def _list(self) -> tuple[Mapping[str, Any], ...]:
         """The pools as they are now, for a reconcile between loops: two pools applied
@@ -188,7 +197,7 @@ class ControllerLoop:
         return result
 
     def _redact(self, text: str) -> str:
-        for secret in self._secrets:
+        for secret in () if self.key is None else self.key.seen:
             text = text.replace(secret, "<redacted>")
         return text
 

@@ -10,7 +10,8 @@ StatusWriteFailing; rpp/decide/ledger/), then takes one branch:
 
 - the pool is being deleted: rpp/decide/deletion.py;
 - RunPod's pod list could not be read: rpp/decide/unlisted.py (dead pods still leave
-  nginx), NotActing RunPodUnavailable;
+  nginx), NotActing RunPodUnavailable, or RunPodKeyRefused naming the key RunPod
+  refused (401, 403) and what to do;
 - otherwise the ledger: the pods the pool owns (rpp/decide/ownership.py), those whose
   answer did not read (held), pods adopted (membership), intents settled, creates not
   listed yet (unconfirmed). A lost status is then rebuilt in one quiet loop
@@ -121,11 +122,12 @@ def decide(
         return finish(loop, generation=generation, desired=0)
     if obs.pods is None:
         blind = unlisted.step(loop) if status_unreadable is None else []
+        reason, cause = _unlisted_cause(obs)
         conds.set(
             Cond.NOT_ACTING,
             true=True,
-            reason="RunPodUnavailable",
-            message=f"RunPod's pod list could not be read ({obs.runpod_error}); the pool "
+            reason=reason,
+            message=f"{cause}; the pool "
             "creates, terminates and updates nothing until it can "
             + (
                 f"and keeps {', '.join(blind)} in nginx although its probes fail hard: no "
@@ -250,6 +252,37 @@ def _acting_steps(loop: LoopState, *, generation: int) -> Decision:
     kept = planned if spec.mode is Mode.MANAGE else real
     working.replace(members=tuple(m for m in kept if m.phase != Phase.GONE))
     return finish(loop, generation=generation, desired=desired)
+
+
+def _unlisted_cause(obs: PoolObservation) -> tuple[str, str]:
+    """Why RunPod's pod list is missing (NotActing's reason and the start of its message):
+    a key RunPod refused, named by where it comes from (never its value) with what to do,
+    or RunPod unavailable."""
+    refused = obs.refused_key
+    if refused is None:
+        return "RunPodUnavailable", f"RunPod's pod list could not be read ({obs.runpod_error})"
+    source = refused.source
+    if source.rereads:
+        fix = (
+            f"put a valid key in the Secret that {source.path} is mounted from; the file is "
+            "read again every loop, no restart needed"
+        )
+    else:
+        fix = (
+            f"put a valid key in {source.variable} and restart the controller (or mount the "
+            "key's Secret as a file and set RUNPOD_API_KEY_FILE: a changed file needs no "
+            "restart)"
+        )
+    stale = (
+        f"; {source.variable}={source.path} cannot be used now ({source.unreadable}), so "
+        "this is the key last read from it"
+        if source.unreadable
+        else ""
+    )
+    return "RunPodKeyRefused", (
+        f"RunPod refused {source.describe()} ({refused.status}){stale}, so its pod list "
+        f"could not be read ({obs.runpod_error}); to fix it, {fix}"
+    )
 
 
 def _blockers(loop: LoopState) -> tuple[list[tuple[str, str]], dict[int, str]]:

@@ -11,9 +11,10 @@ pool Current. So the pool says, on every status it writes:
 - Stalled True when it cannot reach its spec until a person acts: the spec is invalid, a
   canary failed (its image is not tried again), a cap (maxPods, the cost cap,
   maxCreatesPerHour, no datacenter left) blocks a create it needs and no pod is on its
-  way out to make room, its deletion is blocked, or a cause that often passes by itself
-  (NotActing: RunPod or the API server unreachable; CapacityUnavailable: no stock) has
-  lasted `STALL_AFTER`. Its reason is the condition that stalls it, its message that
+  way out to make room, its deletion is blocked, RunPod refuses the controller's key
+  (NotActing RunPodKeyRefused: no retry fixes a key), or a cause that often passes by
+  itself (NotActing otherwise: RunPod or the API server unreachable; CapacityUnavailable:
+  no stock) has lasted `STALL_AFTER`. Its reason is the condition that stalls it, its message that
   condition's.
 - Reconciling True, when not Stalled, while the pool is on its way: pods to create,
   warm, wire, replace, drain, update or terminate, a release under way, a create
@@ -50,6 +51,9 @@ RunPod or API server blip, or stock coming back at the next create (5 minutes af
 refusal), clears before; what is still there is usually a key, a Secret, a permission
 or a choice of GPUs that a person has to change."""
 
+_AT_ONCE = frozenset({"RunPodKeyRefused"})
+"""NotActing reasons that wait for a person from the first loop: RunPod refused the key,
+and only a new key (in the Secret) changes that."""
 _CAPS = frozenset({"MaxPodsReached", "CostCapReached", "CreateRateLimited", "NoDatacenter"})
 """CreateBlocked reasons that only a person lifts (rpp/decide/capacity/safeguards.py, capacity.py).
 CreateBackoff is not one: creates resume 5 minutes after a failed one."""
@@ -127,7 +131,7 @@ def _stall(
     if invalid is not None:
         return invalid
     not_acting = _true(status, Cond.NOT_ACTING)
-    if _lasted(not_acting, now):
+    if not_acting is not None and (not_acting.reason in _AT_ONCE or _lasted(not_acting, now)):
         return not_acting
     if deleting:
         return _true(status, Cond.DELETION_BLOCKED)

@@ -209,6 +209,43 @@ class StatusWrites:
 
 
 @dataclass(frozen=True)
+class RunPodKeySource:
+    """Where a RunPod key comes from, to name the key without its value.
+
+    `variable` is the setting that gives it (RUNPOD_API_KEY, or RUNPOD_API_KEY_FILE with
+    its `path`, read again every loop). `unreadable` says why that file cannot be used
+    right now (gone, unreadable, not a key); the key last read from it is still the one
+    sent.
+    """
+
+    variable: str
+    path: str | None = None
+    unreadable: str | None = None
+
+    @property
+    def rereads(self) -> bool:
+        """The key is read again every loop: a fixed key is used without a restart."""
+        return self.path is not None
+
+    def describe(self) -> str:
+        """`the controller's key, from RUNPOD_API_KEY_FILE=/path`: which key, not what."""
+        where = self.variable if self.path is None else f"{self.variable}={self.path}"
+        return f"the controller's key, from {where}"
+
+
+@dataclass(frozen=True)
+class RefusedKey:
+    """RunPod refused the key this loop's pod listing was asked with (401 or 403).
+
+    Carried beside `runpod_error` so decide names which key was refused and what to do
+    (NotActing RunPodKeyRefused) instead of calling RunPod unavailable.
+    """
+
+    source: RunPodKeySource
+    status: int
+
+
+@dataclass(frozen=True)
 class PoolObservation:
     """Everything observe gathered for one pool in one loop.
 
@@ -221,6 +258,8 @@ class PoolObservation:
 
     pods: tuple[RunPodPod, ...] | None
     runpod_error: str | None = None
+    refused_key: RefusedKey | None = None
+    """Set when the listing failed because RunPod refused the key (401 or 403)."""
     notices: Mapping[str, HostNotice] | None = None
     notices_error: str | None = None
     probes: Mapping[str, ProbeResult] = field(default_factory=dict)

@@ -91,6 +91,7 @@ class PoolObserver:
         obs = PoolObservation(
             pods=shared.pods,
             runpod_error=shared.runpod_error,
+            refused_key=shared.refused_key,
             notices=shared.notices,
             notices_error=shared.notices_error,
             probes=probes,

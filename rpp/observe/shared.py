@@ -9,7 +9,9 @@ which is indexed here once for all of them.
 
 Whatever RunPod answers, every pool gets a loop: an answer that cannot be read at all
 is "RunPod unavailable" for each (NotActing, written in its status), never an exception
-that ends the loop before any pool's status is written.
+that ends the loop before any pool's status is written. A listing RunPod refused for the
+key (401, 403: the client's `Unauthorized` and `Forbidden`) is carried as `RefusedKey`,
+naming where the key comes from, so each pool says which key to fix.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rpp.adapters.logs import layer_logger
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.decide.ownership import IndexedPods
-from rpp.model.observations import HostNotice, RunPodPod
+from rpp.model.observations import HostNotice, RefusedKey, RunPodKeySource, RunPodPod
 
 # Logged under the controller's name, as when the loop read these itself: a search for
 # the controller's records keeps finding them.
@@ -35,18 +37,28 @@ class Shared:
 
     pods: tuple[RunPodPod, ...] | None
     runpod_error: str | None = None
+    refused_key: RefusedKey | None = None
+    """The listing failed because RunPod refused the key it was asked with."""
     notices: Mapping[str, HostNotice] | None = None
     notices_error: str | None = None
     pools: tuple[Mapping[str, Any], ...] = ()
     """Every RunPodPool listed, as stored: a pool that would fight an older one waits."""
 
 
-async def read_shared(runpod: RunPodClient) -> Shared:
-    """One pod listing and one notice query for every pool; failures become data."""
+_KEY_REFUSALS = (answers.Unauthorized, answers.Forbidden)
+
+
+async def read_shared(runpod: RunPodClient, *, key: RunPodKeySource) -> Shared:
+    """One pod listing and one notice query for every pool; failures become data.
+    `key`: where the client's key comes from, named if RunPod refuses it."""
+    refused = None
     try:
         # Indexed once, on first use, for every pool of this loop.
         pods: tuple[Any, ...] | None = IndexedPods(await runpod.list_pods())
         error = None
+    except _KEY_REFUSALS as err:
+        pods, error = None, str(err)
+        refused = RefusedKey(source=key, status=err.status or 401)
     except answers.RunPodError as err:
         pods, error = None, str(err)
     except Exception as err:  # a bug reading the answer: every pool still reports it
@@ -60,4 +72,10 @@ async def read_shared(runpod: RunPodClient) -> Shared:
     except Exception as err:
         log.exception("reading RunPod's machine notices failed")
         notices, notices_error = None, f"the notices could not be read ({type(err).__name__})"
-    return Shared(pods=pods, runpod_error=error, notices=notices, notices_error=notices_error)
+    return Shared(
+        pods=pods,
+        runpod_error=error,
+        refused_key=refused,
+        notices=notices,
+        notices_error=notices_error,
+    )

@@ -89,6 +89,7 @@ class FakeCloud:
         seed: int = 0,
         pod_server_factory: PodServerFactory | None = None,
         accepted_key: str | None = None,
+        accepted_keys: Iterable[str] | None = None,
         rate_limit_per_minute: int | None = None,
     ) -> None:
         if boot_time < 0 or (provisioning_time is not None and provisioning_time < 0):
@@ -99,7 +100,12 @@ class FakeCloud:
             boot_time / 4 if provisioning_time is None else provisioning_time, boot_time
         )
         self.pod_server_factory = pod_server_factory
-        self.accepted_key = accepted_key  # None: any non-empty bearer key works
+        # None: any non-empty bearer key works, as in the simulator's worlds.
+        self.accepted_keys: frozenset[str] | None = None
+        if accepted_key is not None or accepted_keys is not None:
+            self.accepted_keys = frozenset(
+                (*(accepted_keys or ()), *(() if accepted_key is None else (accepted_key,)))
+            )
         self.balance: float | None = None  # None: unlimited; <= 0: creates get 402
         self.rate_limit_per_minute = rate_limit_per_minute
         self.quota = MinuteQuota(rate_limit_per_minute) if rate_limit_per_minute else None
@@ -113,6 +119,14 @@ class FakeCloud:
         self.images: dict[str, ImageBehaviour] = {}
         self._schedule: list[tuple[dt.datetime, tuple[str, str, str], int]] = []
         self._rng = random.Random(seed)
+
+    # ---- keys -------------------------------------------------------------------------
+
+    def accepts(self, key: str) -> bool:
+        """RunPod's check of a bearer key: a key outside `accepted_keys` (revoked,
+        mistyped) gets 401. Several pass at once, as while a rotated key's old one is
+        not revoked yet; with no set, any non-empty key passes."""
+        return bool(key) and (self.accepted_keys is None or key in self.accepted_keys)
 
     # ---- stock ------------------------------------------------------------------------
 

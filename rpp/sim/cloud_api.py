@@ -3,7 +3,8 @@
 A plain ASGI app over `FakeCloud`, served in-process through `httpx.ASGITransport` or
 over real HTTP by uvicorn (`rpp fake-runpod`), so the real client code runs unchanged.
 Each request is recorded (`cloud.calls`), authenticated like RunPod (any non-empty
-bearer; a key starting "ro-" behaves as a Read Only key: 403 on every write), counted
+bearer, or only the keys of `cloud.accepted_keys`: 401 in RunPod's problem shape for any
+other; a key starting "ro-" behaves as a Read Only key: 403 on every write), counted
 against the optional per-minute quota, then given its scripted fault, if any, before
 the model answers in the spec's shapes and status codes.
 
@@ -231,7 +232,7 @@ class CloudApi:
         cloud = self.cloud
         auth = request.header("authorization") or ""
         key = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
-        if not key or (cloud.accepted_key is not None and key != cloud.accepted_key):
+        if not cloud.accepts(key):
             await io.send_problem(
                 send, 401, title="Unauthorized", detail="Invalid or missing API key."
             )

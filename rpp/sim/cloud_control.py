@@ -11,6 +11,7 @@ part of RunPod's API, need no key, and the fake only listens on 127.0.0.1 by def
     POST   /_fake/stock                  {"datacenter", "gpuType", "cloud"?, "count", "costPerHr"?}
     POST   /_fake/balance                {"balance": number or null}
     POST   /_fake/auth                   {"acceptedKey": the only key accepted, or null: any}
+                                         or {"acceptedKeys": [the keys accepted]} (a rotation)
     POST   /_fake/pods/{id}/note         {"note": text or null}
     POST   /_fake/pods/{id}/maintenance  {"start", "end"?, "note"?}
     POST   /_fake/pods/{id}/crash        {"status": "ERROR" or "EXITED"}
@@ -112,11 +113,18 @@ def _balance(cloud: FakeCloud, request: io.Request) -> Any:
 
 
 def _auth(cloud: FakeCloud, request: io.Request) -> Any:
-    value = _body(request).get("acceptedKey")
+    body = _body(request)
+    if "acceptedKeys" in body:
+        keys = body["acceptedKeys"]
+        if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+            raise ControlError("acceptedKeys must be a list of non-empty strings")
+        cloud.accepted_keys = frozenset(keys)
+        return {"ok": True}  # never echo a key back
+    value = body.get("acceptedKey")
     if value is not None and (not isinstance(value, str) or not value):
         raise ControlError("acceptedKey must be a non-empty string or null")
-    cloud.accepted_key = value
-    return {"ok": True}  # never echo a key back
+    cloud.accepted_keys = None if value is None else frozenset({value})
+    return {"ok": True}
 
 
 def _pod(cloud: FakeCloud, request: io.Request, pod_id: str, what: str | None) -> Any:

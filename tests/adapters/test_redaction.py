@@ -67,6 +67,16 @@ def test_a_pools_secrets_are_replaced_by_the_next_read() -> None:
     assert r.scrub("rpa_THE_API_KEY_0001") == MASK
 
 
+def test_a_rotated_api_key_is_secret_beside_the_old_one_and_outlives_a_pools_next_read() -> None:
+    r = redactor()
+    r.keep_secret("rpa_THE_API_KEY_0002")
+    r.remember("inference", ["rotated-value-42"])  # a pool's set replaced: the keys stay
+
+    text = "old rpa_THE_API_KEY_0001, new rpa_THE_API_KEY_0002"
+    assert r.scrub(text) == f"old {MASK}, new {MASK}"
+    assert r.scrub(quote("rpa_THE_API_KEY_0002", safe="")) == MASK
+
+
 def test_a_status_text_scrubbed_before_a_secret_was_known_is_scrubbed_again_after() -> None:
     r = redactor()
     status = {"conditions": [{"message": "RunPod said late-secret-77", "type": "X"}]}

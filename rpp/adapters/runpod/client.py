@@ -33,6 +33,8 @@ SECRETS: the key travels only in the Authorization header of the httpx client. I
 never in a URL, a log line, an exception text or a metric, and RunPod's error bodies
 are scrubbed of it before they become error texts. Pod env (which carries secrets)
 is never quoted in an error either: a body that does not parse is described, not shown.
+A rotated key is swapped in with `use_key` between calls, without a new client; every
+key the client ever sent is still scrubbed (an answer to an old request may echo it).
 """
 
 from __future__ import annotations
@@ -147,8 +149,7 @@ class RunPodClient:
         registry: CollectorRegistry | None = None,
         max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
     ) -> None:
-        if not api_key or not api_key.strip():
-            raise ValueError("the RunPod API key is empty; pass the key from the pool's Secret")
+        _check_key(api_key)
         if not base_url.startswith(("https://", "http://")):
             raise ValueError(f"RunPod base URL {base_url!r} must start with https:// or http://")
         if min(connect_timeout, read_timeout, retry_deadline) <= 0:
@@ -160,7 +161,8 @@ class RunPodClient:
         self.base_url = base_url.rstrip("/")
         self._urls: dict[str, httpx.URL] = {}
         self._bare: dict[tuple[str, str], httpx.Request] = {}
-        self._secret = api_key.encode()
+        self._key = api_key
+        self._secrets: tuple[bytes, ...] = (api_key.encode(),)
         self._attempt_timeout = connect_timeout + read_timeout
         self._retry_deadline = retry_deadline
         self._backoff = wait_random_exponential(multiplier=backoff_initial, max=backoff_max)
@@ -185,6 +187,21 @@ class RunPodClient:
 
     def __repr__(self) -> str:
         return f"RunPodClient(base_url={self.base_url!r})"
+
+    def use_key(self, api_key: str) -> None:
+        """Send `api_key` from the next request on: a rotated key, without a restart.
+        A request already under way finishes with the key it was sent with."""
+        _check_key(api_key)
+        if api_key == self._key:
+            return
+        self._key = api_key
+        self._http.headers["Authorization"] = f"Bearer {api_key}"
+        # Requests kept for reuse carry the old header, copied in when they were built.
+        self._bare.clear()
+        secret = api_key.encode()
+        if secret not in self._secrets:
+            # Longest first, so a key that contains another is cut whole.
+            self._secrets = tuple(sorted((*self._secrets, secret), key=len, reverse=True))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -525,10 +542,20 @@ class RunPodClient:
         )
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._secret.decode(), "[redacted]")
+        for secret in self._secrets:
+            text = text.replace(secret.decode(), "[redacted]")
+        return text
 
     def _scrub_bytes(self, body: bytearray) -> bytes:
-        return bytes(body).replace(self._secret, b"[redacted]")
+        scrubbed = bytes(body)
+        for secret in self._secrets:
+            scrubbed = scrubbed.replace(secret, b"[redacted]")
+        return scrubbed
+
+
+def _check_key(api_key: str) -> None:
+    if not api_key or not api_key.strip():
+        raise ValueError("the RunPod API key is empty; pass the key from the pool's Secret")
 
 
 def _pod_path(pod_id: str) -> str:

@@ -150,11 +150,20 @@ async def drive_the_client(cloud: FakeCloud, clock: ManualClock, recorder: Recor
     async with client("ro-key") as c:
         with pytest.raises(answers.Forbidden):
             await c.create_pod(request, gpu_type=RTX4090, datacenter="EU-RO-1", cloud="SECURE")
-    cloud.accepted_key = "only-this"
+    cloud.accepted_keys = frozenset({"only-this"})
     async with client("not-that") as c:
         with pytest.raises(answers.Unauthorized):
             await c.list_pods()
-    cloud.accepted_key = None
+    # A rotation: both keys pass until the old one is revoked, then only the new one.
+    cloud.accepted_keys = frozenset({"old-key", "new-key"})
+    async with client("old-key") as c:
+        await c.list_pods()
+        cloud.accepted_keys = frozenset({"new-key"})
+        with pytest.raises(answers.Unauthorized):
+            await c.list_pods()
+        c.use_key("new-key")
+        await c.list_pods()
+    cloud.accepted_keys = None
 
 
 async def drive_raw(cloud: FakeCloud, clock: ManualClock, recorder: Recorder) -> None:
@@ -221,6 +230,21 @@ def test_every_response_the_fake_returns_matches_the_published_contract(
         for pod in r.json()["pods"]
     }
     assert pod_states >= {"PROVISIONING", "STARTING", "RUNNING"}
+
+
+def test_a_revoked_key_gets_runpods_401_and_the_rotated_key_its_listing(
+    exchanges: dict[str, list[Any]],
+) -> None:
+    listings = [
+        (q.headers["authorization"], r.status_code)
+        for q, r in exchanges["client"]
+        if (q.method, q.url.path) == ("GET", "/v2/pods")
+    ]
+    assert listings[-3:] == [
+        ("Bearer old-key", 200),
+        ("Bearer old-key", 401),
+        ("Bearer new-key", 200),
+    ]
 
 
 def test_contract_checks_catch_a_drifted_answer(openapi: OpenAPI, exchanges: Any) -> None:

@@ -60,11 +60,11 @@ async def test_key_and_env_secrets_never_reach_logs_errors_or_metrics(
         await c.update_pod(pod.id, image="img:2", env=REQUEST.env)  # a timeout, then retried
         await c.host_notices()
         client_repr = repr(c)
-        cloud.accepted_key = "another-key"
+        cloud.accepted_keys = frozenset({"another-key"})
         await expect_failure(c.list_pods())
 
     # Over a real socket too, so httpx's and httpcore's own debug logs are in the capture.
-    cloud.accepted_key = None
+    cloud.accepted_keys = None
     async with serve_local(CloudApi(cloud)) as port:
         url = f"http://127.0.0.1:{port}"
         async with RunPodClient(api_key=API_KEY, base_url=url, registry=registry, **FAST) as c:
