@@ -50,12 +50,18 @@ def step(loop: LoopState) -> None:
         _leave_pods(loop)
         return
     if obs.pods is None:
+        refused = obs.refused_key
         conds.set(
             Cond.DELETION_BLOCKED,
             true=True,
-            reason="RunPodUnavailable",
-            message=f"the pool is being deleted and its pods are terminated first, but "
-            f"RunPod's pod list cannot be read ({obs.runpod_error}); tried again every loop",
+            reason="RunPodUnavailable" if refused is None else "RunPodKeyRefused",
+            message="the pool is being deleted and its pods are terminated first, but "
+            + (
+                f"RunPod's pod list cannot be read ({obs.runpod_error})"
+                if refused is None
+                else f"RunPod refuses {refused.source.describe()} ({refused.status})"
+            )
+            + "; tried again every loop",
         )
         return
     known = {m.pod_id for m in loop.status.current.members}

@@ -9,6 +9,7 @@ pool named inference.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
@@ -127,13 +128,20 @@ def test_controller_runs_two_locked_down_replicas(source: str) -> None:
     assert set(resources["limits"]) == set(resources["requests"]) == {"cpu", "memory"}
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     env = {e["name"]: e for e in container["env"]}
-    assert env["RUNPOD_API_KEY"]["valueFrom"] == {
-        "secretKeyRef": {"name": "runpod-pool-controller", "key": "RUNPOD_API_KEY"}
-    }
+    # The key is the Secret's, mounted as a file the controller reads again every loop
+    # (a rotated key needs no restart), never a literal and never an env var frozen at start.
+    assert "RUNPOD_API_KEY" not in env
+    key_file = PurePosixPath(env["RUNPOD_API_KEY_FILE"]["value"])
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    (mount,) = [m for m in mounts.values() if key_file.parent == PurePosixPath(m["mountPath"])]
+    assert "subPath" not in mount, "a subPath mount never sees the Secret's updates"
+    assert mount.get("readOnly") is True
+    secret = volumes[mount["name"]]["secret"]
+    assert secret["secretName"] == "runpod-pool-controller"
+    assert secret["items"] == [{"key": "RUNPOD_API_KEY", "path": key_file.name}]
     assert env["NAMESPACE"]["valueFrom"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
     assert env["LISTEN_ADDRESS"]["value"] == "0.0.0.0:8080"
-    # The API key reaches the pod only through the Secret, never as a literal.
-    assert all("value" not in e for e in container["env"] if e["name"] == "RUNPOD_API_KEY")
 
 
 def test_chart_and_plain_controller_pods_are_the_same() -> None:

@@ -186,7 +186,7 @@ class Checker:
             return
         self.loops += 1
         unlisted = None if result.status is None else result.status.condition("NotActing")
-        if unlisted is not None and unlisted.reason == "RunPodUnavailable":
+        if unlisted is not None and unlisted.reason in ("RunPodUnavailable", "RunPodKeyRefused"):
             # The listing failed without a fault of its own: a slow answer that ran past
             # the client's timeout, which the fault alone does not tell.
             self.listing_failures.append(self.seconds)

@@ -36,7 +36,11 @@ ZERO_WIRED_LOOPS = 1
 
 def listing_failed(status: PoolStatus) -> bool:
     cond = status.condition("NotActing")
-    return cond is not None and cond.status == "True" and cond.reason == "RunPodUnavailable"
+    return (
+        cond is not None
+        and cond.status == "True"
+        and cond.reason in ("RunPodUnavailable", "RunPodKeyRefused")
+    )
 
 
 class Serving(NoChecks):
