@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rpp.decide.health.rules import PoolHealth
+from rpp.decide.health.pool_wide import PoolHealth
 from rpp.decide.nginx_slots import slot_ports
 from rpp.decide.release.steps import CanaryCall
 from rpp.decide.state.loop_state import LoopState

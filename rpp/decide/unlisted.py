@@ -26,7 +26,7 @@ the pool offers, and the pool offers slots only when it acts).
 
 from __future__ import annotations
 
-from rpp.decide.health.rules import MIN_PODS_FOR_POOL_WIDE
+from rpp.decide.health.pool_wide import MIN_PODS_FOR_POOL_WIDE
 from rpp.decide.nginx_slots import SlotsFormatError, slots_effect, wired_pods
 from rpp.decide.state.loop_state import LoopState
 from rpp.machines import member_step

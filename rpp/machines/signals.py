@@ -3,8 +3,8 @@
 The pool builds one `MemberSignals` per member per loop from its observations (the
 RunPod listing, this member's probe, the health rules' verdicts) and from its own
 pool-wide view (is this the last wired pod, is degradation pool-wide, which slot is
-free). The health rules themselves are judged in rpp/decide/health/rules.py; the machine
-only reads their verdict. Its guards read only these signals, the member record and
+free). The health rules themselves are judged in rpp/decide/health/ (one file per rule);
+the machine only reads their verdict. Its guards read only these signals, the member record and
 `now`, so they are pure.
 
 `refresh` is the bookkeeping that turns this loop's facts into the record's memory
@@ -30,7 +30,8 @@ from rpp.model.codec import stamp
 from rpp.model.members import MemberRecord, ProbeRecord
 from rpp.model.observations import ProbeResult, RunPodPod
 
-UNREACHABLE = "Unreachable"  # the rule that also unwires at once (rpp/decide/health/rules.py)
+# The rule that also unwires at once (rpp/decide/health/rules/unreachable.py).
+UNREACHABLE = "Unreachable"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +74,7 @@ class MemberSignals(NamedTuple):
     `pod` is the pod as RunPod listed it this loop, None when the listing (which
     succeeded: drive members only after a successful list) did not contain it.
     `breaches`, `flagged` and `reasons` are the health rules' verdict for this member
-    (rpp/decide/health/rules.py `MemberHealth`): the breach start of each rule in breach,
+    (rpp/decide/health/pool_wide.py `MemberHealth`): the breach start of each rule in breach,
     the rules breached for their full duration (first one named when flagging), and
     a human reason per rule; `breaches=None` means not judged this loop, and the record
     keeps its breach starts. `pool_wide` is PoolWideDegradation.

@@ -4,9 +4,10 @@ goes on.
 Where it sits: the model layer, beside `rpp.model.spec`, which composes these sections
 into the RunPodPool spec (and re-exports them). `probe` and `prometheus` say how each
 pod is read (rpp/observe/); `health` holds the rules that flag a pod for replacement
-(rpp/decide/health/rules.py judges them); `rollout` holds how a new image is released: a
-canary judged against the pods still on the old image (rpp/decide/release/canary.py), then the
-rest, `maxParallel` at a time (rpp/decide/release/steps.py). Same conventions as every
+(each judged in its own file under rpp/decide/health/rules/, which reads its section of
+`replaceWhen`); `rollout` holds how a new image is released: a canary judged against the
+pods still on the old image (rpp/decide/release/canary.py), then the rest, `maxParallel`
+at a time (rpp/decide/release/steps.py). Same conventions as every
 section: frozen, camelCase keys, attribute docstrings that become the CRD's
 descriptions.
 """

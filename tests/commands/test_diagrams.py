@@ -11,6 +11,7 @@ import pytest
 from rpp.cli import main
 from rpp.commands import diagrams
 from rpp.machines.member import MemberMachine
+from rpp.machines.release import ReleaseMachine
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,6 +37,19 @@ def test_committed_diagrams_and_readme_block_are_up_to_date(
         pytest.param("docs/diagrams/member.dot", lambda t: t.replace("Warming", "Warm"), id="dot"),
         pytest.param("README.md", lambda t: t.replace("| Warming |", "| Cold |", 1), id="readme"),
         pytest.param("docs/diagrams/member.md", lambda t: t + "hand edit\n", id="table"),
+        pytest.param(
+            "docs/diagrams/release.dot", lambda t: t.replace("Baking", "Bake"), id="release-dot"
+        ),
+        pytest.param(
+            "README.md",
+            lambda t: t.replace("| any phase | `roll` |", "| Rolling | `roll` |", 1),
+            id="release-readme",
+        ),
+        pytest.param(
+            "docs/diagrams/release.md",
+            lambda t: t.replace("otherwise", "always"),
+            id="release-table",
+        ),
     ],
 )
 def test_check_fails_on_a_stale_copy_and_says_to_run_rpp_diagrams(
@@ -54,17 +68,24 @@ def test_check_fails_when_the_dot_file_is_missing(repo_copy: Path) -> None:
     assert main(["diagrams", "--check", "--root", str(repo_copy)]) == 1
 
 
-def test_writing_regenerates_everything_and_then_check_passes(repo_copy: Path) -> None:
-    (repo_copy / "docs/diagrams/member.dot").write_text("stale")
-    (repo_copy / "docs/diagrams/member.svg").unlink()
+@pytest.mark.parametrize(
+    ("doc", "drawn"),
+    [(diagrams.MEMBER, "Terminating"), (diagrams.RELEASE, "RolledBack")],
+    ids=["member", "release"],
+)
+def test_writing_regenerates_everything_and_then_check_passes(
+    repo_copy: Path, doc: diagrams.MachineDoc, drawn: str
+) -> None:
+    (repo_copy / doc.dot_path).write_text("stale")
+    (repo_copy / doc.svg_path).unlink()
     readme = (repo_copy / "README.md").read_text()
-    start = readme.index(diagrams.START_MARKER) + len(diagrams.START_MARKER)
-    end = readme.index(diagrams.END_MARKER)
+    start = readme.index(doc.start_marker) + len(doc.start_marker)
+    end = readme.index(doc.end_marker)
     (repo_copy / "README.md").write_text(readme[:start] + "\nold\n" + readme[end:])
     assert main(["diagrams", "--root", str(repo_copy)]) == 0
-    svg = (repo_copy / "docs/diagrams/member.svg").read_text()
+    svg = (repo_copy / doc.svg_path).read_text()
     assert "<svg" in svg
-    assert "Terminating" in svg
+    assert drawn in svg
     assert main(["diagrams", "--check", "--root", str(repo_copy)]) == 0
     # Text outside the markers is the lead's and stays as it was.
     assert (repo_copy / "README.md").read_text().replace(readme[start:end], "") == readme.replace(
@@ -93,6 +114,15 @@ def test_readme_without_markers_is_a_clear_error(
     assert "add the two markers" in capsys.readouterr().err
 
 
+def test_readme_without_the_release_block_names_its_markers(
+    repo_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (repo_copy / "README.md").read_text()
+    (repo_copy / "README.md").write_text(readme.replace(diagrams.RELEASE.start_marker, ""))
+    assert main(["diagrams", "--check", "--root", str(repo_copy)]) == 2
+    assert "<!-- release-machine:start -->" in capsys.readouterr().err
+
+
 def test_dot_is_deterministic_and_draws_every_declared_transition() -> None:
     first, second = diagrams.render_dot(), diagrams.render_dot()
     assert first == second
@@ -108,5 +138,43 @@ def test_table_names_every_guard_with_its_docstring() -> None:
     assert "warmup_timed_out" in guards
     for guard in guards:
         doc = (getattr(MemberMachine, guard).__doc__ or "").strip()
+        assert doc
+        assert f"| `{guard}` | {doc} |" in table
+
+
+def test_release_transitions_from_every_phase_are_drawn_once_from_any_phase() -> None:
+    edges = diagrams.edges(diagrams.RELEASE)
+    roll = [edge for edge in edges if edge.event == "roll"]
+    assert {edge.source for edge in roll} == {diagrams.ANY_PHASE}
+    # One row per declared transition, in the order the machine tries them.
+    declared = [t for t in ReleaseMachine.canary.transitions if t.event == "roll"]
+    assert [(e.target, e.guards) for e in roll] == [
+        (
+            str(t.target.name),
+            tuple(str(c.func) if c.expected_value else f"not {c.func}" for c in t.cond),
+        )
+        for t in declared
+    ]
+    assert roll[-1].guards == ()
+    # The bake's transitions leave only Canary and Baking, so they keep their sources.
+    bake = [(edge.source, edge.target) for edge in edges if edge.event == "judge_bake"]
+    assert bake == [
+        ("Canary", "Rolling"),
+        ("Canary", "Baking"),
+        ("Baking", "Rolling"),
+        ("Baking", "Baking"),
+    ]
+    dot = diagrams.render_dot(diagrams.RELEASE)
+    assert dot.count("any_phase -> ") == len(roll)
+    assert 'any_phase [label="any phase"' in dot
+
+
+def test_release_table_reads_the_fallback_as_otherwise_and_names_every_guard() -> None:
+    table = diagrams.render_table(diagrams.RELEASE)
+    assert "| any phase | `roll` | otherwise | Canary | asks for a canary" in table
+    guards = {g.removeprefix("not ") for e in diagrams.edges(diagrams.RELEASE) for g in e.guards}
+    assert {"canary_passed", "every_pod_on_image", "updates_paused"} <= guards
+    for guard in guards:
+        doc = (getattr(ReleaseMachine, guard).__doc__ or "").strip()
         assert doc
         assert f"| `{guard}` | {doc} |" in table

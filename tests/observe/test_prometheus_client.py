@@ -21,8 +21,10 @@ import pytest
 import yaml
 
 from rpp.adapters.clock import ManualClock
-from rpp.decide.health.rules import HealthThresholds, MemberObservation, judge_pool
-from rpp.model.spec import RunPodPoolSpec
+from rpp.decide.health.pool_wide import judge_pool
+from rpp.decide.health.registry import active_rules
+from rpp.decide.health.rule import MemberObservation
+from rpp.model.spec import ReplaceWhen, RunPodPoolSpec
 from rpp.model.spec_load import load_spec
 from rpp.observe.prometheus import PoolQueries, PrometheusClient, queries_from_spec
 from rpp.sim.asgi_io import Receive, Scope, Send, send_bytes
@@ -173,7 +175,7 @@ async def test_real_reading_drives_the_relative_latency_and_error_rate_rules(
     reading = await client.read(queries(latency_query=LATENCY_Q, error_ratio_query=ERROR_Q))
     now = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
     pool = judge_pool(
-        thresholds=HealthThresholds(),
+        rules=active_rules(ReplaceWhen()),
         observations={p: MemberObservation(metrics=m) for p, m in reading.per_pod.items()},
         breaches={},
         ready=list(reading.per_pod),
@@ -355,7 +357,7 @@ def _answering(values: dict[str, str]) -> Callable[[Scope, Receive, Send], Await
 async def test_a_pods_nan_or_infinite_value_is_no_data_for_that_pod_alone(
     http: httpx.AsyncClient,
 ) -> None:
-    # rpp/decide/health/rules.py sorts the latencies it is given: none may be NaN.
+    # rpp/decide/health/pool_wide.py sorts the latencies it is given: none may be NaN.
     values = {"pod-a": "NaN", "pod-b": "+Inf", "pod-c": "-Inf", "pod-d": "0.2", "pod-e": "0.3"}
     async with serve_local(_answering(values)) as port:
         client = PrometheusClient(base_url=f"http://127.0.0.1:{port}", client=http)

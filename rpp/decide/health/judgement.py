@@ -1,17 +1,17 @@
 """The pool's health judgement for one loop, and the conditions it raises.
 
 Where it sits: decide, between membership and the member machines. It feeds this
-loop's probes, Prometheus values and RunPod machine notices to the health rules
-(rpp/decide/health/rules.py, pure), and turns what the rules cannot see or what they found
-pool-wide into conditions:
+loop's probes, Prometheus values and RunPod machine notices to the health rules the
+pool's spec switches on (rpp/decide/health/registry.py lists them; pool_wide.py judges,
+pure), and turns what the rules cannot see or what they found pool-wide into conditions:
 
-- PrometheusUnavailable: the rules that need Prometheus (RelativeLatency, ErrorRate)
-  are off this loop, because a query could not be answered (QueryFailed), or because
-  Prometheus answered without a usable value while pods serve in nginx (NoData: a
-  serving pod that Prometheus has no series for is not scraped, or the query does not
-  match its metrics). Before any pod serves, an empty answer is what a healthy
-  Prometheus gives, so it raises nothing. Missing data neither starts nor ends a
-  breach, so nobody is flagged for Prometheus' trouble.
+- PrometheusUnavailable: the rules that need Prometheus (those the registry lists with
+  `Needs.PROMETHEUS`: RelativeLatency, ErrorRate) are off this loop, because a query
+  could not be answered (QueryFailed), or because Prometheus answered without a usable
+  value while pods serve in nginx (NoData: a serving pod that Prometheus has no series
+  for is not scraped, or the query does not match its metrics). Before any pod serves,
+  an empty answer is what a healthy Prometheus gives, so it raises nothing. Missing
+  data neither starts nor ends a breach, so nobody is flagged for Prometheus' trouble.
 - PoolWideDegradation: every Ready pod is degraded alike and together; nothing is
   replaced for health.poolWideHold, then the worst pod is (with an Event, once).
 - HostNotice: RunPod has a note or maintenance window on a pool pod's machine.
@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from rpp.decide.health.rules import MemberObservation, PoolHealth, judge_pool, thresholds_from_spec
+from rpp.decide.health.pool_wide import PoolHealth, judge_pool
+from rpp.decide.health.registry import RULES, active_rules
+from rpp.decide.health.rule import MemberObservation, Needs
 from rpp.decide.state.conditions import Cond, Conditions
 from rpp.model.effects import RecordEvent
 from rpp.model.members import Phase
@@ -62,7 +64,7 @@ def judge(
     listed = {p.id: p.status for p in obs.pods or ()}
     gone = PodStatus.TERMINATED if obs.pods is not None else PodStatus.RUNNING
     health = judge_pool(
-        thresholds=thresholds_from_spec(spec.health),
+        rules=active_rules(spec.health.replace_when),
         observations=observations,
         breaches={m.pod_id: m.breaches for m in judged},
         ready=[m.pod_id for m in judged if m.phase == Phase.READY],
@@ -127,14 +129,12 @@ def _prometheus_condition(
     """PrometheusUnavailable: QueryFailed, NoData, or cleared (see the module docstring)."""
     reading = obs.prometheus
     wants = [
-        name
-        for name, query in (
-            ("latencyQuery (RelativeLatency)", spec.prometheus.latency_query),
-            ("errorRatioQuery (ErrorRate)", spec.prometheus.error_ratio_query),
-            ("requestRateQuery (the canary's request count)", spec.prometheus.request_rate_query),
-        )
-        if query
+        f"{rule.query_field} ({rule.name})"
+        for rule in RULES
+        if rule.needs is Needs.PROMETHEUS and rule.query(spec.prometheus)
     ]
+    if spec.prometheus.request_rate_query:
+        wants.append("requestRateQuery (the canary's request count)")
     # The autoscaler reports its own query (AutoscalingMetricUnavailable).
     problems = [p for p in reading.problems if not p.startswith("autoscaling.")]
     failed = [p for p in problems if p.split(":", 1)[0] not in reading.no_data]

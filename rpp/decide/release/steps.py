@@ -12,6 +12,11 @@ rpp/machines/rollout.py):
 - `roll`, after the machines: the release's phase (status.rollout.phase), the next
   pods to drain for their update, and the UpdateFailed condition.
 
+Both steps ask the release machine (rpp/machines/release.py) for the phase, rehydrated
+from status.rollout: `bake` sends it the verdict (`judge_bake`), `roll` what the pods
+say (`roll`). When the machine asks for a canary or the next pods,
+rpp/decide/release/next_pods.py chooses them; this module drains them.
+
 A release of spec.image goes:
 
 1. Canary. When a Ready pod runs another image, and the pool is otherwise idle and
@@ -39,29 +44,29 @@ verdict.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rpp.decide.health.rules import PoolHealth, Rule
+from rpp.decide.health.pool_wide import PoolHealth
+from rpp.decide.health.registry import PROMETHEUS_RULES
 from rpp.decide.release import canary as judging
+from rpp.decide.release import next_pods
 from rpp.decide.state.conditions import Cond
 from rpp.decide.state.loop_state import LoopState
 from rpp.machines import member_step, rollout
+from rpp.machines import release as release_machine
+from rpp.machines.release import Ask, ReleaseSettings
 from rpp.model.members import DrainReason, MemberRecord, Phase
 from rpp.model.observations import PodMetrics
 from rpp.model.rollout_records import BakeTally, Rollout, RolloutPhase, Verdict, VerdictResult
 from rpp.model.spec import RunPodPoolSpec
+from rpp.model.status import PoolStatus
 
-_BUSY = frozenset(
-    {Phase.WARMING, Phase.FLAGGED, Phase.DRAINING, Phase.UPDATING, Phase.TERMINATING}
-)
 CANARY_FAILED = "CanaryFailed"
 """UpdateFailed's reason for a release whose image is not tried again (the pool is then
 Stalled: rpp/decide/progress.py)."""
-_PASSED = frozenset({VerdictResult.PASSED, VerdictResult.SKIPPED})
-_METRIC_RULES = frozenset({Rule.ERROR_RATE, Rule.RELATIVE_LATENCY})
+_METRIC_RULES = PROMETHEUS_RULES
 
 
 @dataclass(frozen=True)
@@ -98,18 +103,10 @@ def create_image(
 def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
     """Tally and judge the baking canary; None when no canary serves on spec.image."""
     status, target = loop.status.current, loop.spec.image
-    release = status.rollout
-    if release is None or target is None or release.image != target or not release.canary:
+    baking = _baking(status, target)
+    if baking is None:
         return None
-    if release.phase not in (RolloutPhase.CANARY, RolloutPhase.BAKING):
-        return None
-    canary = status.member(release.canary)
-    if canary is None or canary.phase != Phase.READY:
-        return None
-    if canary.slot is None and canary.quarantine is None:
-        return None  # not serving yet; a quarantined canary still bakes, and fails
-    if canary.image != target or canary.update is not None:
-        return None
+    release, canary = baking
     settings = loop.spec.rollout.canary
     if not settings.enabled:
         skipped = Verdict(
@@ -117,9 +114,10 @@ def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
             judged_by="probes",
             message="rollout.canary.enabled is false: the canary passes without its bake",
         )
-        loop.status.adopt(
-            status.replace(rollout=release.replace(phase=RolloutPhase.ROLLING, verdict=skipped))
+        judged = release_machine.judge_bake(
+            release.replace(verdict=skipped), settings=_settings(loop.spec)
         )
+        loop.status.adopt(status.replace(rollout=judged))
         return None
     tallied = release.bake
     if tallied is None or tallied.started_at != canary.since:
@@ -143,15 +141,31 @@ def bake(loop: LoopState, health: PoolHealth) -> CanaryCall | None:
         flagged_by="metrics" if by_metrics else "probes",
         queries=bool(loop.spec.prometheus.error_ratio_query or loop.spec.prometheus.latency_query),
     )
-    passed = verdict.result is VerdictResult.PASSED
-    phase = RolloutPhase.ROLLING if passed else RolloutPhase.BAKING
-    loop.status.adopt(
-        status.replace(rollout=release.replace(phase=phase, bake=tallied, verdict=verdict))
+    judged = release_machine.judge_bake(
+        release.replace(bake=tallied, verdict=verdict), settings=_settings(loop.spec)
     )
-    if passed:
+    loop.status.adopt(status.replace(rollout=judged))
+    if verdict.result is VerdictResult.PASSED:
         loop.note(f"canary {canary.pod_id} passed its bake: {verdict.message}", pod=canary.pod_id)
     failure = verdict.message if verdict.result is VerdictResult.FAILED else None
     return CanaryCall(pod_id=canary.pod_id, failure=failure, rollback_to=release.from_image)
+
+
+def _baking(status: PoolStatus, target: str | None) -> tuple[Rollout, MemberRecord] | None:
+    """The release of `target` in Canary or Baking and its canary, serving on `target`."""
+    release = status.rollout
+    if release is None or target is None or release.image != target or not release.canary:
+        return None
+    if release.phase not in (RolloutPhase.CANARY, RolloutPhase.BAKING):
+        return None
+    canary = status.member(release.canary)
+    if canary is None or canary.phase != Phase.READY:
+        return None
+    if canary.slot is None and canary.quarantine is None:
+        return None  # not serving yet; a quarantined canary still bakes, and fails
+    if canary.image != target or canary.update is not None:
+        return None
+    return release, canary
 
 
 def _flagged(health: PoolHealth, pod_id: str) -> tuple[str | None, bool]:
@@ -165,200 +179,99 @@ def _flagged(health: PoolHealth, pod_id: str) -> tuple[str | None, bool]:
     return f"{rule}: {reason}", rule in _METRIC_RULES
 
 
-def _in_release(m: MemberRecord, target: str) -> bool:
-    """Draining or updating to `target` (not rolling back from it)."""
-    update = m.update
-    return (
-        m.phase in (Phase.DRAINING, Phase.UPDATING)
-        and update is not None
-        and update.to_image == target
-        and not update.rollback
-    )
-
-
 def roll(
     loop: LoopState, planned: list[MemberRecord], *, wants_create: bool, pool_wide: bool
 ) -> None:
     """The `roll` step, after the machines: the phase, the next drains, UpdateFailed."""
-    status, spec, now, target = loop.status.current, loop.spec, loop.now, loop.spec.image
+    target = loop.spec.image
     if not target:
-        loop.status.adopt(status.replace(rollout=None))
+        loop.status.replace(rollout=None)
         _update_failed(loop, planned, release=None)
         return
-    release = status.rollout
-    if release is None or release.image != target:
-        # A new release: the last one's verdict, canary and backoff do not hold it back.
-        release = Rollout(image=target, phase=RolloutPhase.CANARY)
-        status = status.replace(backoff=status.backoff.replace(update_until=None))
-        loop.status.adopt(status)
-    live = [m for m in planned if m.phase != Phase.GONE]
-    updating = [m for m in live if _in_release(m, target)]
-    rolling_back = [m for m in live if m.update is not None and m.update.rollback]
-    # A quarantined pod is out of nginx for now, not for good: it still runs its image.
-    stale = [
-        m
-        for m in live
-        if m.phase == Phase.READY
-        and (m.slot is not None or m.quarantine is not None)
-        and m.image
-        and m.image != target
-    ]
-    verdict = release.verdict
-    serving = [
-        m.pod_id
-        for m in live
-        if m.phase == Phase.READY and m.slot is not None and m.image == target
-        if m.pod_id != release.canary
-    ]
-    if serving and verdict is None:
-        # A canary proves an image the pool has not served; this one it serves already
-        # (going back to the image most pods run, or a stray pod on an old one).
-        verdict = Verdict(
-            result=VerdictResult.SKIPPED,
-            judged_by="probes",
-            message=f"the pool already serves {target} on {len(serving)} Ready pod(s): "
-            "no canary needed",
-        )
-        release = release.replace(verdict=verdict)
-    passed = not spec.rollout.canary.enabled or (verdict is not None and verdict.result in _PASSED)
-    paused = status.backoff.updates_blocked(now)
-    waiting: str | None = None
+    pods = next_pods.ReleasePods.of(planned, target=target)
+    release = _skip_canary_if_served(_this_release(loop, target), pods)
+    until = loop.status.current.backoff.update_until
+    step = release_machine.roll(
+        release,
+        settings=_settings(loop.spec),
+        signals=pods.signals(release, update_until=until),
+        now=loop.now,
+    )
+    release, waiting = step.record, step.waiting
     drained: list[MemberRecord] = []
-    if verdict is not None and verdict.result is VerdictResult.FAILED:
-        phase = RolloutPhase.ROLLED_BACK
-        waiting = f"{target} failed its canary; it is not tried again until spec.image changes"
-    elif rolling_back or (paused and (stale or updating)):
-        phase = RolloutPhase.ROLLED_BACK
-        until = status.backoff.update_until
-        waiting = (
-            f"image updates are paused after a failed update until {until:%H:%M:%SZ}"
-            if paused and until is not None
-            else "a pod goes back to its old image after its update failed"
+    if step.asks is Ask.NEXT_PODS:
+        drained, waiting = next_pods.next_pods(
+            loop, pods, wants_create=wants_create, pool_wide=pool_wide
         )
-    elif not stale and not updating:
-        phase = RolloutPhase.DONE
-    elif passed:
-        phase = RolloutPhase.ROLLING
-        if len(updating) < spec.rollout.max_parallel:
-            why = _not_idle(live, wants_create=wants_create, pool_wide=pool_wide, ours=target)
-            drained, waiting = (
-                ([], why) if why else _parallel(loop, live=live, stale=stale, updating=updating)
+    elif step.asks is Ask.CANARY:
+        chosen, waiting = next_pods.canary(
+            loop, pods, wants_create=wants_create, pool_wide=pool_wide
+        )
+        if chosen is not None:
+            drained = [chosen]
+            release = Rollout(
+                image=target, phase=release.phase, canary=chosen.pod_id, from_image=chosen.image
             )
-    else:
-        canary = next((m for m in live if m.pod_id == release.canary), None)
-        if canary is not None and canary in updating:
-            phase = RolloutPhase.CANARY
-        elif canary is not None and canary.phase == Phase.READY and canary.image == target:
-            phase = RolloutPhase.BAKING
-        else:
-            phase = RolloutPhase.CANARY
-            waiting = _not_idle(live, wants_create=wants_create, pool_wide=pool_wide, ours=None)
-            ready = sum(1 for m in live if m.phase == Phase.READY and m.slot is not None)
-            if waiting is None and ready < 2:
-                waiting = f"{ready} Ready pod(s); an in-place roll needs 2"
-            held = [m.pod_id for m in stale if m.pod_id in loop.held]
-            if waiting is None and len(held) == len(stale):
-                waiting = f"RunPod's answer for pod(s) {', '.join(held)} does not read"
-            if waiting is None:
-                drained = [_oldest([m for m in stale if m.pod_id not in loop.held])]
-                release = Rollout(
-                    image=target,
-                    phase=phase,
-                    canary=drained[0].pod_id,
-                    from_image=drained[0].image,
-                )
     for victim in drained:
-        signals = loop.plain(victim.pod_id)
-        step = member_step.drain(
-            victim, reason=DrainReason.UPDATE.value, image=target, signals=signals, now=now
+        order = member_step.drain(
+            victim,
+            reason=DrainReason.UPDATE.value,
+            image=target,
+            signals=loop.plain(victim.pod_id),
+            now=loop.now,
         )
-        planned[planned.index(victim)] = loop.order(victim, step)
+        planned[planned.index(victim)] = loop.order(victim, order)
     if waiting:
         loop.note(f"image roll waits: {waiting}")
-    in_flight = [m.pod_id for m in updating] + [m.pod_id for m in drained]
     release = release.replace(
-        phase=phase,
-        updated=sum(1 for m in live if m.image == target and m.update is None),
-        total=len(live),
-        updating=tuple(in_flight),
+        updated=sum(1 for m in pods.live if m.image == target and m.update is None),
+        total=len(pods.live),
+        updating=tuple(m.pod_id for m in [*pods.updating, *drained]),
         waiting=waiting,
     )
     loop.status.replace(rollout=release)
     _update_failed(loop, planned, release=release)
 
 
-def _oldest(members: Sequence[MemberRecord]) -> MemberRecord:
-    return min(members, key=lambda m: (m.created_at or m.since, m.pod_id))
+def _this_release(loop: LoopState, target: str) -> Rollout:
+    """The release of `target` so far; a new one when spec.image changed."""
+    release = loop.status.current.rollout
+    if release is not None and release.image == target:
+        return release
+    # A new release: the last one's verdict, canary and backoff do not hold it back.
+    status = loop.status.current
+    loop.status.replace(backoff=status.backoff.replace(update_until=None))
+    return Rollout(image=target, phase=RolloutPhase.CANARY)
 
 
-def _not_idle(
-    live: Sequence[MemberRecord], *, wants_create: bool, pool_wide: bool, ours: str | None
-) -> str | None:
-    """Why the pool is not idle and healthy enough to take one more pod out, if it is not.
-
-    Pods already updating for this release (`ours`) do not count as busy."""
-    busy = sorted(
-        {str(m.phase) for m in live if m.phase in _BUSY and not (ours and _in_release(m, ours))}
+def _skip_canary_if_served(release: Rollout, pods: next_pods.ReleasePods) -> Rollout:
+    """A canary proves an image the pool has not served; one it serves already (going
+    back to the image most pods run, or a stray pod on an old one) needs none."""
+    if release.verdict is not None:
+        return release
+    target = pods.target
+    serving = [
+        m.pod_id
+        for m in pods.live
+        if m.phase == Phase.READY and m.slot is not None and m.image == target
+        if m.pod_id != release.canary
+    ]
+    if not serving:
+        return release
+    verdict = Verdict(
+        result=VerdictResult.SKIPPED,
+        judged_by="probes",
+        message=f"the pool already serves {target} on {len(serving)} Ready pod(s): "
+        "no canary needed",
     )
-    breaching = sorted(m.pod_id for m in live if m.breaches)
-    if breaching:
-        busy.append(f"pods in breach of a health rule: {', '.join(breaching)}")
-    if busy or wants_create:
-        return "the pool is busy (" + ", ".join(busy or ["a create is pending"]) + ")"
-    if pool_wide:
-        return "every Ready pod is degraded"
-    return None
+    return release.replace(verdict=verdict)
 
 
-def _parallel(
-    loop: LoopState,
-    *,
-    live: Sequence[MemberRecord],
-    stale: Sequence[MemberRecord],
-    updating: Sequence[MemberRecord],
-) -> tuple[list[MemberRecord], str | None]:
-    """The stale pods to drain now, oldest first, and why no more (None: none left)."""
-    spec = loop.spec
-    ready = sum(1 for m in live if m.phase == Phase.READY and m.slot is not None)
-    floor, why_floor = _floor(loop, ready=ready)
-    chosen: list[MemberRecord] = []
-    in_flight = len(updating)
-    # A pod RunPod's answer did not read is held: no order picks it
-    # (rpp/decide/ledger/unreadable.py).
-    movable = [m for m in stale if m.pod_id not in loop.held]
-    if not movable:
-        held = ", ".join(m.pod_id for m in stale)
-        return [], f"RunPod's answer for pod(s) {held} does not read"
-    for m in sorted(movable, key=lambda m: (m.created_at or m.since, m.pod_id)):
-        if in_flight >= spec.rollout.max_parallel:
-            return chosen, None
-        if in_flight == 0 and ready < 2:
-            return chosen, f"{ready} Ready pod(s); an in-place roll needs 2"
-        if in_flight > 0 and ready - 1 < floor:
-            return chosen, (
-                f"{in_flight} pod(s) update now; one more would leave {ready - 1} Ready, "
-                f"below {floor} ({why_floor})"
-            )
-        chosen.append(m)
-        ready -= 1
-        in_flight += 1
-    return chosen, None
-
-
-def _floor(loop: LoopState, *, ready: int) -> tuple[int, str]:
-    """The Ready count a parallel roll keeps: replicas.min, or what the load needs."""
-    spec = loop.spec
-    floor, why = spec.replicas.min, f"replicas.min is {spec.replicas.min}"
-    scaling = loop.status.current.autoscaling
-    if spec.autoscaling.enabled and scaling is not None and scaling.value is not None:
-        needed = math.ceil(ready * scaling.value / spec.autoscaling.target)
-        if needed > floor:
-            floor = needed
-            why = (
-                f"the load needs {needed}: ceil({ready} Ready x {scaling.value:g} / "
-                f"target {spec.autoscaling.target:g})"
-            )
-    return floor, why
+def _settings(spec: RunPodPoolSpec) -> ReleaseSettings:
+    """The rollout settings the release machine's guards read."""
+    return ReleaseSettings(
+        canary_enabled=spec.rollout.canary.enabled, max_parallel=spec.rollout.max_parallel
+    )
 
 
 def _update_failed(
