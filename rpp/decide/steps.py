@@ -233,7 +233,6 @@ def _create_blocked(loop: LoopState) -> _Blocked | None:
     if stock is not None and stock.status == "True":
         return _Blocked("NoStock", "RunPod has no stock for it (see CapacityUnavailable)")
     return None
-    return None
 
 
 def _report_kept(loop: LoopState, kept: list[MemberRecord], blocked: _Blocked | None) -> None:
