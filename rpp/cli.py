@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "crd": ("rpp.commands.crd", "print the RunPodPool CRD (deploy/crd.yaml is its output)"),
     "diagrams": (
         "rpp.commands.diagrams",
-        "write the member state machine's diagrams and tables (docs/diagrams, README)",
+        "write the member and release machines' diagrams and tables (docs/diagrams, README)",
     ),
     "fake-runpod": (
         "rpp.commands.fake_runpod",
@@ -82,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is not None and command not in COMMANDS:
         build_parser().error(f"unknown command {command!r}; choose one of {', '.join(COMMANDS)}")
     parser = build_parser(only=command)
+    args_list = _join_dashed_values(parser, args_list, command=command)
     args = parser.parse_args(args_list)  # --help and --version answer here and exit 0
     if command is None:
         parser.print_help()
@@ -97,3 +98,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     return code
+
+
+def _join_dashed_values(
+    parser: argparse.ArgumentParser, args: list[str], *, command: str | None
+) -> list[str]:
+    """`--until -5m` as `--until=-5m`: argparse takes a value that starts with a dash for
+    an option and answers "expected one argument", so the value would never reach the
+    check that says what is wrong with it. Joined only after an option that takes a
+    value, and only when the next word is not an option itself."""
+    if command is None:
+        return args
+    sub = next(
+        (
+            action.choices[command]
+            for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices
+        ),
+        None,
+    )
+    if sub is None:
+        return args
+    options = {o for a in sub._actions for o in a.option_strings}
+    takes_value = {o for a in sub._actions if a.nargs != 0 for o in a.option_strings}
+    joined: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        following = args[i + 1] if i + 1 < len(args) else None
+        if (
+            word in takes_value
+            and following is not None
+            and following.startswith("-")
+            and following.split("=", 1)[0] not in options
+            and following != "--"
+        ):
+            joined.append(f"{word}={following}")
+            i += 2
+            continue
+        joined.append(word)
+        i += 1
+    return joined

@@ -93,9 +93,9 @@ def _sentences(error: ErrorDetails) -> list[tuple[str, str]]:
     if kind == "extra_forbidden":
         return [("", unknown_field(str(error["loc"][-1]), steps[-1][1]))]
     if kind in _NOT_A_MAPPING:
-        return [("", f"expected a mapping of fields, got {raw!r}")]
+        return [("", f"expected a mapping of fields, got {_shown(raw)}")]
     if kind in _WANTED or (kind == "literal_error" and not isinstance(raw, str)):
-        return [("", f"expected {_WANTED.get(kind, 'a string')}, got {raw!r}")]
+        return [("", f"expected {_WANTED.get(kind, 'a string')}, got {_shown(raw)}")]
     if kind == "literal_error":
         choices = ctx["expected"].replace("'", "")  # "'SECURE' or 'COMMUNITY'"
         return [("", f"{raw!r} is not valid; use {choices}")]
@@ -226,7 +226,7 @@ def load_pool(
     a file to be created or applied, whose metadata and status the API server decodes
     strictly (rpp/model/object_fields.py); never for an object read from the API server."""
     if not isinstance(obj, Mapping):
-        return None, [Problem("(document)", f"expected a RunPodPool object, got {obj!r}")]
+        return None, [Problem("(document)", f"expected a RunPodPool object, got {_shown(obj)}")]
     problems: list[Problem] = []
     for key in obj:
         if key not in ("apiVersion", "kind", "metadata", "spec", "status"):
@@ -235,10 +235,10 @@ def load_pool(
     want_api = f"{group}/{model.API_VERSION}"
     if obj.get("apiVersion") != want_api:
         problems.append(
-            Problem("apiVersion", f"expected {want_api}, got {obj.get('apiVersion')!r}")
+            Problem("apiVersion", f"expected {want_api}, got {_shown(obj.get('apiVersion'))}")
         )
     if obj.get("kind") != model.KIND:
-        problems.append(Problem("kind", f"expected {model.KIND}, got {obj.get('kind')!r}"))
+        problems.append(Problem("kind", f"expected {model.KIND}, got {_shown(obj.get('kind'))}"))
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     name_problem = _name_problem(meta)
@@ -256,3 +256,9 @@ def load_pool(
         return None, problems
     namespace = meta.get("namespace")
     return Pool(name, namespace if isinstance(namespace, str) else None, int(generation), spec), []
+
+
+def _shown(value: Any) -> str:
+    """A value as the problem line shows it: absent or null is "nothing", never Python's
+    None; anything else as written, quoted when it is text."""
+    return "nothing" if value is None else repr(value)

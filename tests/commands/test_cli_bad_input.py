@@ -149,3 +149,33 @@ def test_bootstrap_installs_debian_packages_through_the_waiting_apt() -> None:
     apt_lines = [line for line in script.splitlines() if "apt-get" in line and "#" not in line]
     assert apt_lines
     assert all("scripts/apt-get-wait" in line for line in apt_lines), apt_lines
+
+
+def test_a_value_that_starts_with_a_dash_gets_the_same_message_spaced_or_joined() -> None:
+    """argparse alone reads `--until -5m` as a missing value ("expected one argument"),
+    so the user never learns that a negative duration is the problem."""
+    spaced, joined = rpp("simulate", "--until", "-5m"), rpp("simulate", "--until=-5m")
+    assert spaced.returncode == joined.returncode == 2
+    assert spaced.stderr == joined.stderr
+    assert "--until" in spaced.stderr
+    assert "is not a duration" in spaced.stderr
+    assert "expected one argument" not in spaced.stderr
+
+
+def test_an_option_after_a_value_option_is_still_an_option() -> None:
+    """Only a value is joined: `--until --json` still says --until lacks its value."""
+    result = rpp("simulate", "--until", "--json")
+    assert result.returncode == 2
+    assert "--until: expected one argument" in result.stderr
+
+
+def test_a_missing_apiversion_is_said_in_words_not_as_python_none(tmp_path: Path) -> None:
+    path = tmp_path / "pool.yaml"
+    path.write_text(
+        "kind: RunPodPool\nmetadata: {name: web}\nspec: {image: ghcr.io/example/inference:1}\n"
+    )
+    result = rpp("validate", str(path))
+    assert result.returncode == 1  # an invalid pool, as any other
+    assert result.stderr == (
+        f"{path}: apiVersion: expected runpodpool.ownego.com/v1alpha1, got nothing\n"
+    )
