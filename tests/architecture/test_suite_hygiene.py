@@ -4,6 +4,7 @@ module name, and any warning fails the test that raised it."""
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -40,3 +41,23 @@ def test_any_warning_fails_the_test_that_raised_it() -> None:
         action, _, rest = entry.partition(":")
         assert action == "ignore"
         assert rest.strip()
+
+
+def test_scripts_test_reports_the_contracts_without_the_linters_banner() -> None:
+    """scripts/test's import-linter step, run as it is written there: one line saying the
+    contracts held, not the linter's ASCII-art logo in the middle of the test output."""
+    script = (ROOT / "scripts" / "test").read_text()
+    step = script.split("\n.venv/bin/mypy", 1)[1].split("\n", 1)[1].split("\nexec ", 1)[0]
+    assert "lint-imports" in step
+    result = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + step],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("import-linter: Contracts: ")
+    assert result.stdout.count("\n") == 1
+    assert "╔" not in result.stdout
