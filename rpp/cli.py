@@ -45,7 +45,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "simulate": (
         "rpp.commands.simulate",
-        "run the real controller against a simulated RunPod (a day in about 30 s)",
+        "run the real controller against a simulated RunPod "
+        "(a day of a 10-pod pool in about 36 s of CPU)",
     ),
 }
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 from rpp import __version__
 from rpp.cli import COMMANDS
+
+ROOT = Path(__file__).parents[2]
 
 
 def rpp(*args: str) -> subprocess.CompletedProcess[str]:
@@ -60,3 +65,22 @@ def test_an_unknown_command_is_one_line_naming_the_choices() -> None:
     assert result.returncode == 2
     assert "unknown command 'valdiate'; choose one of validate," in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_readme_table_lists_every_command() -> None:
+    table = (ROOT / "README.md").read_text().split("| command | what it does |", 1)[1]
+    table = table.split("\n\n", 1)[0]
+    for name in COMMANDS:
+        assert f"| `rpp {name}" in table, f"README's command table lacks rpp {name}"
+
+
+def test_the_speed_claim_is_one_figure_from_the_simulate_benchmark() -> None:
+    """README, `rpp --help` and the simulate command say the same, measured, number."""
+    measured = json.loads((ROOT / "benchmarks/results/simulate.json").read_text())
+    runs = measured["measured"]["day_of_10_pods"]["runs"]
+    seconds = round(statistics.median(run["process_cpu_s"] for run in runs))
+    claim = f"a day of a 10-pod pool in about {seconds} s of CPU"
+    assert claim in (ROOT / "README.md").read_text()
+    assert claim in " ".join(COMMANDS["simulate"][1].split())
+    doc = " ".join((ROOT / "rpp/commands/simulate.py").read_text().split())
+    assert f"A day of a 10-pod pool takes about {seconds} s of CPU" in doc
