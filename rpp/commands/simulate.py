@@ -12,7 +12,8 @@ final member table, or with --json one JSON object per line (rpp/sim/timeline.py
 With --check, every loop and the end are checked against the invariants
 (rpp/sim/check/): each violation is printed with its loop and numbers, and the exit
 code is 1. With --soak N, N generated scenarios run under --check and one summary line
-is printed (rpp/sim/soak.py).
+is printed (rpp/sim/soak.py); on a terminal, a line on stderr says how far it is
+(scenarios done, violations so far, time left).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from rpp.model.durations import DurationError, format_duration, parse_duration
 from rpp.sim.cloud_scenario import ScenarioError
 from rpp.sim.run import run_scenario
 from rpp.sim.scenario import MAX_DURATION_S, Scenario, load_scenario, parse_scenario_text
-from rpp.sim.soak import soak
+from rpp.sim.soak import SoakSummary, progress_line, soak
 
 DEFAULT_SCENARIO = "default_scenario.yaml"
 CLIP_LINE = 400  # an error line: the field's path and sentence, and a clipped value
@@ -124,14 +126,29 @@ def run_soak(args: argparse.Namespace) -> int:
         except DurationError as error:
             print(clip(f"rpp simulate: --until: {error}", CLIP_LINE), file=sys.stderr)
             return 2
+    # On a terminal, one line on stderr kept up to date (scenarios done, violations so
+    # far, time left); in a log or a pipe, nothing but the violations and the summary.
+    live = sys.stderr.isatty()
+    started = time.monotonic()
+
+    def show(line: str) -> None:
+        print(("\r\033[K" if live else "") + line, file=sys.stderr)
+
+    def progress(summary: SoakSummary) -> None:
+        line = progress_line(summary, total=args.soak, elapsed_s=time.monotonic() - started)
+        print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
+
     summary = soak(
         seed=args.seed if args.seed is not None else 0,
         count=args.soak,
         duration=duration,
         jobs=args.jobs,
         keep=args.keep,
-        report=lambda line: print(line, file=sys.stderr),
+        report=show,
+        progress=progress if live else None,
     )
+    if live:
+        print("\r\033[K", end="", file=sys.stderr, flush=True)
     print(summary.line())
     return 1 if summary.violations else 0
 

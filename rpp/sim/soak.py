@@ -118,11 +118,15 @@ def soak(
     jobs: int = 1,
     keep: Path | None = None,
     report: Callable[[str], None] = print,
+    progress: Callable[[SoakSummary], None] | None = None,
 ) -> SoakSummary:
-    """Run `count` generated scenarios; `report` hears each violation as a line."""
+    """Run `count` generated scenarios; `report` hears each violation as a line,
+    `progress` the summary so far after each scenario."""
     summary = SoakSummary(seed=seed)
     for case in _cases(seed, count, duration, jobs):
         summary.add(case)
+        if progress is not None:
+            progress(summary)
         for violation in case.violations:
             report(f"soak: scenario {case.index} of seed {seed}: {violation.text()}")
         if case.violations and keep is not None:
@@ -131,3 +135,16 @@ def soak(
             path.write_text(case.document, encoding="utf-8")
             report(f"soak: scenario {case.index} written to {path}")
     return summary
+
+
+def progress_line(summary: SoakSummary, *, total: int, elapsed_s: float) -> str:
+    """`soak: 37/100 scenarios, 0 violations, about 2m10s left`: the line a terminal shows
+    while a soak runs (time left at the pace so far)."""
+    done = summary.scenarios
+    left = "" if done == 0 else f", about {_minutes(elapsed_s / done * (total - done))} left"
+    return f"soak: {done}/{total} scenarios, {summary.violations} violations{left}"
+
+
+def _minutes(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s" if whole >= 60 else f"{whole}s"
