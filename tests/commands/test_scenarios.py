@@ -101,7 +101,7 @@ def terminated_dead_then_replaced(s: Story, victim: str, *, rule: str, broke_at:
     """A dead pod's replacement: flagged, its replacement created, and the dead pod, out
     of nginx, terminated the next loop (DeadPodTerminated) without waiting for the
     replacement to serve; the replacement is wired later. Returns the replacement."""
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
     assert rule in flagged["reason"]
     assert flagged["t"] >= broke_at
     (replacement,) = [r["pod"] for r in s.of("cloud", kind="created") if r["t"] >= broke_at]
@@ -180,11 +180,11 @@ def test_a_pod_dies_it_is_quarantined_at_once_flagged_on_the_rule_then_terminate
     fault = s.first("cloud", kind="fault", pod=victim)
     assert fault["t"] == 1200
 
-    quarantined = s.transition(victim, "Ready", to="Ready")
+    quarantined = s.transition(victim, "Ready", to="Ready (quarantined)")
     assert quarantined["t"] <= 1200 + 60  # its second failed probe, 30 s apart
     assert "its last 2 probes failed hard" in quarantined["reason"]
     assert victim not in s.loops(quarantined["t"])[0]["wired"]  # out of nginx at once
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
     assert 1200 + 120 <= flagged["t"] <= 1200 + 150  # the Unreachable rule's 2 minutes
     terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
 
@@ -192,11 +192,11 @@ def test_a_pod_dies_it_is_quarantined_at_once_flagged_on_the_rule_then_terminate
 def test_a_pod_hangs_its_probes_time_out_and_it_is_terminated_and_replaced(stories: Any) -> None:
     s = stories("pod-hangs")
     victim = s.pod(2)
-    quarantined = s.transition(victim, "Ready", to="Ready")
+    quarantined = s.transition(victim, "Ready", to="Ready (quarantined)")
     assert quarantined["t"] <= 1200 + 60  # its second timed-out probe
     assert "timed out after 10s" in quarantined["reason"]
     assert victim not in s.loops(quarantined["t"])[0]["wired"]  # out of nginx at once
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
     assert "timed out" in flagged["reason"]
     terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
 
@@ -206,7 +206,7 @@ def test_a_pod_dies_while_the_listing_fails_and_still_leaves_nginx(stories: Any)
     victim = s.pod(2)
     raised = s.first("condition", type="NotActing", status="True")
     assert raised["reason"] == "RunPodUnavailable"
-    quarantined = s.transition(victim, "Ready", to="Ready")
+    quarantined = s.transition(victim, "Ready", to="Ready (quarantined)")
     assert quarantined["t"] <= 1200 + 60
     assert victim not in s.loops(quarantined["t"])[0]["wired"]
     cleared = s.first("condition", type="NotActing", status="False")
@@ -214,7 +214,7 @@ def test_a_pod_dies_while_the_listing_fails_and_still_leaves_nginx(stories: Any)
     # Nothing but the unwire while NotActing: no create, no terminate.
     acts = {r["action"] for r in s.of("action") if raised["t"] <= r["t"] < cleared["t"]}
     assert acts == {"unwire", "write-slots"}
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
     assert flagged["t"] >= cleared["t"]  # the rule flags it once the listing reads
     terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
 
@@ -249,7 +249,7 @@ def test_out_of_stock_for_hours_keeps_capacity_unavailable_raised_until_stock_re
 ) -> None:
     s = stories("out-of-stock")
     victim = s.pod(1)
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
     first = s.transition(victim, "Flagged", to="Terminating")
     assert first["t"] <= flagged["t"] + 60  # dead and out of nginx: terminated at once
     assert "is dead" in first["reason"]
@@ -411,7 +411,7 @@ def test_a_controller_restart_mid_replacement_carries_on_without_a_second_create
     s = stories("controller-restart")
     victim = s.pod(2)
     restart = s.first("scenario", do="controller-restart")
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
 
     assert flagged["t"] < restart["t"]  # the replacement was under way
     replacement = terminated_dead_then_replaced(s, victim, rule="Unreachable", broke_at=1200)
@@ -519,7 +519,7 @@ def test_a_dead_pod_with_no_surge_room_is_terminated_first_then_the_pool_shrinks
 ) -> None:
     s = stories("no-surge-room")
     victim = s.pod(2)
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
     first = s.transition(victim, "Flagged", to="Terminating")
     assert first["t"] == flagged["t"]
     assert "its replacement cannot be created first" in first["reason"]
@@ -590,7 +590,7 @@ def test_a_pod_terminated_in_the_console_leaves_nginx_at_once_and_is_replaced(
     gone = s.first("cloud", kind="deleted", pod=victim)["t"]
     out = next(r["t"] for r in s.loops(gone) if victim not in r["wired"])
     assert out - gone <= 60
-    quarantined = s.first("transition", pod=victim, to="Ready", **{"from": "Ready"})
+    quarantined = s.first("transition", pod=victim, to="Ready (quarantined)", **{"from": "Ready"})
     assert "404" in quarantined["reason"]
     assert quarantined["t"] == out
     assert len(s.of("cloud", kind="created")) == 4  # three adopted, one replacement
@@ -633,7 +633,7 @@ def test_the_only_pod_dying_at_max_pods_is_terminated_first_and_replaced(stories
     assert unwired - died <= 60, "the last wired pod leaves nginx: RunPod's list reads"
     deleted = s.first("cloud", kind="deleted", pod=dead)["t"]
     assert deleted - died <= 120 + 60, "terminated first once Unreachable is due"
-    flagged = s.transition(dead, "Ready", to="Flagged")
+    flagged = s.transition(dead, "Ready (quarantined)", to="Flagged")
     terminating = s.transition(dead, "Flagged", to="Terminating")
     assert terminating["t"] == flagged["t"]
     assert "MaxPodsReached" in terminating["reason"]
@@ -678,7 +678,7 @@ def test_a_clock_step_either_way_moves_no_cap_and_no_rule_duration(stories: Any)
     # Pod 4 dies at 1:19, a minute before the -1h step: flagged on the Unreachable
     # rule's 2 minutes and gone, where the step had kept it billed an hour longer.
     victim = s.pod(4)
-    flagged = s.transition(victim, "Ready", to="Flagged")
+    flagged = s.transition(victim, "Ready (quarantined)", to="Flagged")
     assert 4740 + 120 <= flagged["t"] <= 4740 + 180
     assert s.first("cloud", kind="deleted", pod=victim)["t"] <= 4740 + 15 * 60
     assert s.end["status"]["ready"] == 2

@@ -137,6 +137,9 @@ def test_a_pod_that_recovers_goes_back_into_nginx_without_a_replacement() -> Non
         assert victim in in_nginx(s)
         assert len(s.effects("create")) == creates
         assert back.ready == 2
+        # Status reads it as what it was, never as `Ready -> Ready`.
+        moves = [h.outcome for h in back.history if h.pod == victim and h.action == "transition"]
+        assert moves[-2:] == ["Ready -> Ready (quarantined)", "Ready (quarantined) -> Ready"]
 
     story(body)
 

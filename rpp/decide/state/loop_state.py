@@ -131,14 +131,21 @@ class LoopState:
         if after.phase == Phase.DRAINING and after.drain_reason:
             said.insert(0, f"draining ({after.drain_reason})")
         reason = "; ".join(said + done) or after.flagged_reason or step.moves[-1].event
-        self.transitions.append(Transition(before.pod_id, before.phase, after.phase, reason))
+        source, target = _phase_as_read(before), _phase_as_read(after)
+        self.transitions.append(Transition(before.pod_id, source, target, reason))
         self.status.with_history(
             HistoryEntry(
                 time=self.now,
                 action="transition",
-                outcome=f"{before.phase} -> {after.phase}",
+                outcome=f"{source} -> {target}",
                 detail=reason,
                 pod=before.pod_id,
             )
         )
-        self.note(f"{before.phase} -> {after.phase}: {reason}", pod=before.pod_id)
+        self.note(f"{source} -> {target}: {reason}", pod=before.pod_id)
+
+
+def _phase_as_read(record: MemberRecord) -> str:
+    """The phase as an operator reads it: a Ready pod taken out of nginx is `Ready
+    (quarantined)`, so leaving nginx and coming back never read as `Ready -> Ready`."""
+    return f"{record.phase} (quarantined)" if record.quarantine is not None else record.phase
