@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -56,6 +57,7 @@ from rpp.controller.assembly import assemble
 from rpp.controller.config import Config, ConfigError, load_config
 from rpp.controller.http_api import HttpApi
 from rpp.controller.leader import LeaderElector, LeaseTiming
+from rpp.controller.pool_namespaces import ServedAdapters
 from rpp.observe.prober import make_client
 
 log = layer_logger("rpp.commands")
@@ -66,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "run",
         description="Run the controller. Configuration comes from the environment: "
         "RUNPOD_API_KEY or RUNPOD_API_KEY_FILE (one of them: the key, or a file holding it "
-        "that is read again every loop, so a rotated key needs no restart), NAMESPACE, "
+        "that is read again every loop, so a rotated key needs no restart), NAMESPACE or "
+        "NAMESPACES (a comma-separated list, or * for every namespace), "
         "CRD_GROUP, PROMETHEUS_URL, RECONCILE_INTERVAL, "
         "LISTEN_ADDRESS, HEALTH_LISTEN_ADDRESS, LOG_LEVEL, LOG_FORMAT, RUNPOD_API_URL, "
         "RUNPOD_PROXY_URL, "
@@ -119,7 +122,16 @@ async def _main(config: Config, *, kubeconfig: str | None, redactor: Redactor) -
     # Time by the monotonic clock, anchored on (and checked against) the API server's Date.
     clock = SteadyClock()
     kube = RealKubeApi(ApiClient(access.configuration), settings, dates=clock)
-    process = ControllerProcess(config, kube=kube, clock=clock, redactor=redactor)
+    served = ServedAdapters(
+        home=kube,
+        make=lambda other: RealKubeApi(
+            ApiClient(access.configuration),
+            dataclasses.replace(settings, namespace=other),
+            dates=clock,
+        ),
+        watched=config.watched,
+    )
+    process = ControllerProcess(config, kube=kube, clock=clock, redactor=redactor, served=served)
     collect_less_often()  # a loop's objects die by their refcounts, not the collector
     freeze_startup_objects()  # what start built lives as long as the process
     stop = asyncio.Event()
@@ -127,13 +139,15 @@ async def _main(config: Config, *, kubeconfig: str | None, redactor: Redactor) -
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _stopper(stop, sig))
     log.info(
-        "runpod-pool-controller %s starting as %s: namespace %s (from %s), CRD group %s, "
+        "runpod-pool-controller %s starting as %s: namespace %s (from %s), serving %s, "
+        "CRD group %s, "
         "RunPod %s (the key from %s), pod traffic %s, Prometheus %s, every %gs, listening on "
         "%s:%d",
         __version__,
         process.identity,
         namespace,
         "NAMESPACE" if config.namespace else access.source,
+        config.watched.describe(namespace),
         config.crd_group,
         config.runpod_api_url,
         "RUNPOD_API_KEY"
@@ -172,8 +186,10 @@ class ControllerProcess:
         timing: LeaseTiming | None = None,
         runpod_transport: httpx.AsyncBaseTransport | None = None,
         redactor: Redactor | None = None,
+        served: ServedAdapters | None = None,
     ) -> None:
         self.config = config
+        self.served = served
         host = config.pod_name or socket.gethostname()
         # Unique per process: a restarted replica must not mistake the old Lease for its own.
         self.identity = identity or f"{host}_{uuid.uuid4().hex[:8]}"
@@ -193,6 +209,8 @@ class ControllerProcess:
             identity=self.identity,
             redactor=redactor,
             after_loop=release_free_heap,
+            listers=() if served is None or served.single else served.listers,
+            kube_for=None if served is None or served.single else served.kube_for,
         )
         self.redactor = self.core.redactor
         self.kube = kube = self.core.kube
@@ -273,4 +291,6 @@ class ControllerProcess:
     async def close(self) -> None:
         await self.core.close()
         await self.pod_client.aclose()
+        if self.served is not None:
+            await self.served.close()
         await self.kube.close()

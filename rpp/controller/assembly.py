@@ -11,6 +11,10 @@ between the two is only how the process reaches the world, given as arguments:
 - the clock, the metrics registry (`rpp run` adds the process collectors), the
   configuration (`rpp run` reads it from the environment, the simulator states it);
 
+- the namespaces served: `rpp run` gives, beside its own namespace's adapter, the
+  adapters that list the served namespaces (`listers`) and one per namespace
+  (`kube_for`); without them, the one namespace of `kube` is served, as before;
+
 and the hooks only one of them uses: `rpp run` gives freed heap back after each loop,
 the simulator crosses its crash points between effects and hears each pool's result.
 
@@ -25,7 +29,7 @@ into the one RunPod client and the redactor.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -41,6 +45,7 @@ from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.config import Config
 from rpp.controller.loop import ControllerLoop
 from rpp.controller.pool_metrics import PoolMetrics
+from rpp.controller.pool_namespaces import NamespaceParts, PoolNamespaces
 from rpp.controller.reconcile import PoolReconciler, PoolResult
 from rpp.controller.runpod_key import ControllerKey
 from rpp.observe.prober import Prober
@@ -82,6 +87,8 @@ def assemble(
     between_effects: Checkpoint | None = None,
     on_result: Callable[[PoolResult], None] | None = None,
     after_loop: Callable[[], object] | None = None,
+    listers: Sequence[KubeApi] = (),
+    kube_for: Callable[[str], KubeApi] | None = None,
 ) -> ControllerCore:
     """The controller loop and everything under it, on the connections given.
 
@@ -89,6 +96,8 @@ def assemble(
     scrubs its log with it); otherwise one is made for the API key.
     `runpod_retry_deadline`: None for the RunPod client's own (`rpp run`); the
     simulator's processes have always given up retrying a RunPod call after 20 s.
+    `listers`, `kube_for`: the served namespaces' listing adapters and each namespace's
+    adapter (rpp/controller/pool_namespaces.py); both or neither.
     """
     redactor = redactor or Redactor(always=(config.runpod_api_key,))
     # Status and Events are scrubbed on their way out, whoever wrote their texts.
@@ -103,29 +112,47 @@ def assemble(
         **({} if runpod_retry_deadline is None else {"retry_deadline": runpod_retry_deadline}),
     )
     prometheus_http = httpx.AsyncClient(transport=prometheus_transport)
-    executor = (
-        Executor(runpod=runpod, kube=kube)
-        if between_effects is None
-        else Executor(runpod=runpod, kube=kube, checkpoint=between_effects)
+    # One prober for every namespace: PROBE_CONCURRENCY bounds the process, not a namespace.
+    prober = Prober(
+        client=pod_client,
+        url_pattern=config.proxy_pattern,
+        concurrency=config.probe_concurrency,
+        health_limit=config.probe_health_limit,
+        metrics_limit=config.probe_metrics_limit,
     )
-    reconciler = PoolReconciler(
-        kube=kube,
-        executor=executor,
-        prober=Prober(
-            client=pod_client,
-            url_pattern=config.proxy_pattern,
-            concurrency=config.probe_concurrency,
-            health_limit=config.probe_health_limit,
-            metrics_limit=config.probe_metrics_limit,
-        ),
-        prometheus=PrometheusClient(base_url=config.prometheus_url, client=prometheus_http),
-        clock=clock,
-        metrics=metrics,
-        proxy_url=config.proxy_pattern,
-        group=config.crd_group,
-        redactor=redactor,
-        identity=identity,
-    )
+    prometheus = PrometheusClient(base_url=config.prometheus_url, client=prometheus_http)
+
+    def reconciler_over(scoped: KubeApi) -> PoolReconciler:
+        executor = (
+            Executor(runpod=runpod, kube=scoped)
+            if between_effects is None
+            else Executor(runpod=runpod, kube=scoped, checkpoint=between_effects)
+        )
+        return PoolReconciler(
+            kube=scoped,
+            executor=executor,
+            prober=prober,
+            prometheus=prometheus,
+            clock=clock,
+            metrics=metrics,
+            proxy_url=config.proxy_pattern,
+            group=config.crd_group,
+            redactor=redactor,
+            identity=identity,
+        )
+
+    reconciler = reconciler_over(kube)
+    namespaces = None
+    if kube_for is not None:
+        home = NamespaceParts(kube=kube, reconciler=reconciler)
+
+        def build(namespace: str) -> NamespaceParts:
+            scoped = RedactingKube(kube_for(namespace), redactor)
+            return NamespaceParts(kube=scoped, reconciler=reconciler_over(scoped))
+
+        namespaces = PoolNamespaces(
+            listers=listers, build=build, built={kube.settings.namespace: home}
+        )
     loop = ControllerLoop(
         kube=kube,
         runpod=runpod,
@@ -141,6 +168,7 @@ def assemble(
         ),
         on_result=on_result,
         after_loop=after_loop,
+        namespaces=namespaces,
     )
     return ControllerCore(
         redactor=redactor,

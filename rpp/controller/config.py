@@ -19,7 +19,8 @@ of every loop by rpp/controller/runpod_key.py, so a rotated key needs no restart
 |---|---|---|
 | RUNPOD_API_KEY | one of two | the RunPod API key (an All key to act, Read Only to observe) |
 | RUNPOD_API_KEY_FILE | one of two | a file holding that key (a mounted Secret), read every loop |
-| NAMESPACE | the controller's own | where its RunPodPools live |
+| NAMESPACE | the controller's own | where its RunPodPools live (and its Lease) |
+| NAMESPACES | none | instead of NAMESPACE: a comma-separated list, or * for every namespace |
 | CRD_GROUP | runpodpool.ownego.com | the RunPodPool API group |
 | PROMETHEUS_URL | none | latency and error-rate rules and autoscaling read it |
 | RECONCILE_INTERVAL | 30 | seconds between loops (or a duration: 45s, 2m) |
@@ -46,6 +47,8 @@ from typing import Literal
 import httpx
 
 from rpp.adapters.kube.api import DEFAULT_CRD_GROUP
+from rpp.controller.config_error import ConfigError as ConfigError
+from rpp.controller.namespaces import WatchedNamespaces, check_namespace, read_watched
 from rpp.model.durations import DurationError, parse_duration
 from rpp.observe.prober import (
     DEFAULT_CONCURRENCY,
@@ -71,12 +74,7 @@ KEY_FILE_MAX_BYTES = 4096
 """A RunPod key is a few dozen characters; a file longer than this is the wrong file."""
 LogFormat = Literal["text", "json"]
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
-
-
-class ConfigError(ValueError):
-    """One bad environment variable; the message is one line, starting with its name."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +87,10 @@ class Config:
     """RUNPOD_API_KEY_FILE: the file the key is read from again every loop (None: the key
     came from RUNPOD_API_KEY and stays what it was at start)."""
     namespace: str | None
-    """None: the controller's own namespace, found when it connects to the cluster."""
+    """NAMESPACE (None: the credentials' namespace): the Lease's, and the one served
+    unless NAMESPACES names others."""
+    watched: WatchedNamespaces = field(default_factory=WatchedNamespaces)
+    """NAMESPACE or NAMESPACES: whose RunPodPools are served (rpp/controller/namespaces.py)."""
     crd_group: str = DEFAULT_CRD_GROUP
     prometheus_url: str | None = field(default=None, repr=False)
     reconcile_interval: float = DEFAULT_INTERVAL_S
@@ -155,6 +156,7 @@ def load_config(environ: Mapping[str, str]) -> Config:
         runpod_api_key=_key_at_start(key=environ.get(KEY_VARIABLE), key_file=key_file),
         runpod_api_key_file=key_file,
         namespace=read_namespace(environ),
+        watched=read_watched(environ),
         crd_group=read_crd_group(environ),
         prometheus_url=_prometheus(get("PROMETHEUS_URL")),
         reconcile_interval=_interval(get("RECONCILE_INTERVAL")),
@@ -263,13 +265,7 @@ def read_api_key_file(path: str) -> str:
 
 
 def _namespace(value: str | None) -> str | None:
-    if value is not None and not _DNS_LABEL.match(value):
-        raise ConfigError(
-            f"NAMESPACE: {value!r} is not a namespace name (lowercase letters, digits and "
-            "'-', at most 63); unset it to use the one the credentials name (the pod's own, or "
-            "the kubeconfig context's)"
-        )
-    return value
+    return None if value is None else check_namespace(value, where="NAMESPACE")
 
 
 def _crd_group(value: str) -> str:

@@ -3,7 +3,9 @@
 Where it sits: it orchestrates observe -> decide -> act for all pools and decides
 nothing itself. Each loop reads the controller's RunPod key file again, if the key comes
 from one (rpp/controller/runpod_key.py: a rotated key is used without a restart), lists
-the RunPodPools, reads what every pool shares once (one RunPod pod listing and one
+the RunPodPools of every served namespace (rpp/controller/pool_namespaces.py: each
+namespace has its own adapter and reconciler, and every pool is known by (namespace,
+name)), reads what every pool shares once (one RunPod pod listing and one
 machine-notice query, rpp/observe/shared.py), then reconciles the pools concurrently
 through `PoolReconciler`. `rpp run` drives it under
 leader election; the simulator drives the very same loop on virtual time.
@@ -36,6 +38,7 @@ from rpp.adapters.runpod.client import RunPodClient
 from rpp.controller.health import LoopProgress
 from rpp.controller.leader import LeaderElector
 from rpp.controller.pool_metrics import PoolMetrics
+from rpp.controller.pool_namespaces import PoolKey, PoolNamespaces
 from rpp.controller.reconcile import PoolReconciler, PoolResult
 from rpp.controller.reconcile_failed import ReconcileFailures
 from rpp.controller.runpod_key import FROM_ENVIRONMENT, ControllerKey
@@ -46,7 +49,10 @@ log = layer_logger("rpp.controller")
 
 
 class ControllerLoop:
-    """Reconciles every pool of one namespace; one per controller process."""
+    """Reconciles every pool of the served namespaces; one per controller process.
+
+    `kube` and `reconciler` serve the controller's own namespace; `namespaces`, when
+    given, every served one (without it, the own namespace alone)."""
 
     def __init__(
         self,
@@ -62,6 +68,7 @@ class ControllerLoop:
         key: ControllerKey | None = None,
         on_result: Callable[[PoolResult], None] | None = None,
         after_loop: Callable[[], object] | None = None,
+        namespaces: PoolNamespaces | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError(f"the reconcile interval must be positive, got {interval}")
@@ -80,13 +87,15 @@ class ControllerLoop:
         self.key = key
         self.on_result = on_result
         self.after_loop = after_loop  # `rpp run`: give the loop's freed memory back
-        self._locks: dict[str, asyncio.Lock] = {}
+        self.namespaces = namespaces or PoolNamespaces.single(kube, reconciler)
+        self._locks: dict[PoolKey, asyncio.Lock] = {}
         self._listed: tuple[Mapping[str, Any], ...] = ()  # the last listing of the pools
-        self._generations: dict[str, int] = {}
-        self._done_at: dict[str, float] = {}
+        self._generations: dict[PoolKey, int] = {}
+        self._done_at: dict[PoolKey, float] = {}
         self._stop: asyncio.Event | None = None
         self.progress = LoopProgress()
         self.failures = ReconcileFailures(kube=kube, clock=clock, metrics=metrics)
+        self._failures = {kube.settings.namespace: self.failures}
 
     # -- one loop ------------------------------------------------------------------------
 
@@ -96,87 +105,119 @@ class ControllerLoop:
         listed_at = loop.time()
         if self.key is not None:
             self.key.refresh()
-        try:
-            pools = await self.kube.list_pools()
-        except KubeError as err:
-            self.progress.last_error = f"cannot list RunPodPools: {err}"
-            log.error("%s", self.progress.last_error)
+        listing = await self.namespaces.list_pools()
+        for error in listing.errors:
+            log.error("%s", error)
+        if listing.errors and len(listing.errors) == len(self.namespaces.listers):
+            self.progress.last_error = "; ".join(listing.errors)
             return []
-        self._listed = tuple(pools)
-        shared = await self._read_shared() if pools else Shared(pods=())
+        pools = listing.pools
+        self._listed = listing.objects
+        shared = await self._read_shared(billing_for=self._listed) if pools else Shared(pods=())
         shared = dataclasses.replace(shared, pools=self._listed)
         results = await asyncio.gather(
-            *(self._locked(obj, shared, listed_at=listed_at) for obj in pools)
+            *(
+                self._locked((ns, pool_name(obj)), obj, shared, listed_at=listed_at)
+                for ns, obj in pools
+            )
         )
         self.progress.completed(loop.time())
+        if listing.errors:  # some namespaces served, the others named until they list again
+            self.progress.last_error = "; ".join(listing.errors)
         return [r for r in results if r is not None]
 
-    async def reconcile_now(self, name: str) -> PoolResult | None:
-        """Reconcile one pool at once (its spec changed), unless that generation was seen."""
-        with pool_context(name):
-            return await self._reconcile_changed(name)
+    async def reconcile_now(self, key: PoolKey | str) -> PoolResult | None:
+        """Reconcile one pool at once (its spec changed), unless that generation was seen;
+        a name alone is a pool of the controller's own namespace."""
+        if isinstance(key, str):
+            key = (self.kube.settings.namespace, key)
+        with pool_context(key[1]):
+            return await self._reconcile_changed(key)
 
-    async def _reconcile_changed(self, name: str) -> PoolResult | None:
-        async with self._lock(name):
+    async def _reconcile_changed(self, key: PoolKey) -> PoolResult | None:
+        async with self._lock(key):
             if self._stopping():
                 return None
             try:
-                obj = await self.kube.get_pool(name)
+                obj = await self.namespaces.parts(key[0]).kube.get_pool(key[1])
             except NotFound:
                 return None
             except KubeError as err:
                 log.warning("cannot read the pool after a change: %s", err)
                 return None
-            if generation(obj) <= self._generations.get(name, -1):
+            if generation(obj) <= self._generations.get(key, -1):
                 return None  # the periodic loop already reconciled this generation
-            what = "spec changed" if name in self._generations else "new pool"
+            what = "spec changed" if key in self._generations else "new pool"
             log.info("%s (generation %d), reconciling now", what, generation(obj))
             shared = dataclasses.replace(await self._read_shared(), pools=await self._list())
-            return await self._reconcile(obj, shared)
+            return await self._reconcile(key, obj, shared)
 
-    async def _read_shared(self) -> Shared:
+    async def _read_shared(
+        self, *, billing_for: tuple[Mapping[str, Any], ...] | None = None
+    ) -> Shared:
+        """The shared read; with `billing_for` (a loop's pools) RunPod's bill too, when due."""
         source = FROM_ENVIRONMENT if self.key is None else self.key.source
-        return await read_shared(self.runpod, key=source)
+        if billing_for is None:
+            return await read_shared(self.runpod, key=source)
+        return await read_shared(
+            self.runpod, key=source, now=self.clock.now(), billing_for=billing_for
+        )
 
     async def _list(self) -> tuple[Mapping[str, Any], ...]:
         """The pools as they are now, for a reconcile between loops: two pools applied
         together must each see the other, or both act before a loop lists them both."""
-        try:
-            self._listed = tuple(await self.kube.list_pools())
-        except KubeError as err:
-            log.warning("cannot list the pools, judging against the last listing: %s", err)
+        listing = await self.namespaces.list_pools()
+        if listing.errors:
+            # One namespace unread would hide its pools from the clash check: keep the last.
+            log.warning(
+                "cannot list the pools, judging against the last listing: %s",
+                "; ".join(e.removeprefix("cannot list RunPodPools: ") for e in listing.errors),
+            )
+        else:
+            self._listed = listing.objects
         return self._listed
 
     async def _locked(
-        self, obj: Mapping[str, Any], shared: Shared, *, listed_at: float
+        self, key: PoolKey, obj: Mapping[str, Any], shared: Shared, *, listed_at: float
     ) -> PoolResult | None:
-        name = pool_name(obj)
-        async with self._lock(name):
+        async with self._lock(key):
             if self._stopping():
                 return None  # SIGTERM: finish what is under way, start nothing new
-            if self._done_at.get(name, -math.inf) > listed_at:
+            if self._done_at.get(key, -math.inf) > listed_at:
                 return None  # a spec change reconciled it after it was listed: fresher
-            return await self._reconcile(obj, shared)
+            return await self._reconcile(key, obj, shared)
 
     def _stopping(self) -> bool:
         return self._stop is not None and self._stop.is_set()
 
-    def _lock(self, name: str) -> asyncio.Lock:
-        return self._locks.setdefault(name, asyncio.Lock())
+    def _lock(self, key: PoolKey) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
 
-    async def _reconcile(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
+    def _failures_in(self, namespace: str) -> ReconcileFailures:
+        found = self._failures.get(namespace)
+        if found is None:
+            kube = self.namespaces.parts(namespace).kube
+            found = ReconcileFailures(kube=kube, clock=self.clock, metrics=self.metrics)
+            self._failures[namespace] = found
+        return found
+
+    async def _reconcile(self, key: PoolKey, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
         """One pool, isolated: whatever it raises becomes its condition, not the loop's."""
-        with pool_context(pool_name(obj)):
-            return await self._isolated(obj, shared)
+        with pool_context(key[1]):
+            return await self._isolated(key, obj, shared)
 
-    async def _isolated(self, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
-        name = pool_name(obj)
+    async def _isolated(self, key: PoolKey, obj: Mapping[str, Any], shared: Shared) -> PoolResult:
+        namespace, name = key
+        # /healthz names a stuck pool: by name alone while one namespace is served.
+        busy = name if len(self.namespaces.listers) == 1 else f"{namespace}/{name}"
         loop = asyncio.get_running_loop()
-        self._generations[name] = max(self._generations.get(name, -1), generation(obj))
-        self.progress.busy[name] = loop.time()
+        self._generations[key] = max(self._generations.get(key, -1), generation(obj))
+        self.progress.busy[busy] = loop.time()
+        failures = self._failures_in(namespace)
         try:
             async with asyncio.timeout(self.pool_timeout):
-                result = await self.reconciler.reconcile(obj, shared)
+                reconciler = self.namespaces.parts(namespace).reconciler
+                result = await reconciler.reconcile(obj, shared)
         except Exception as err:  # isolation: one pool's bug must not stop the others
             if isinstance(err, TimeoutError):
                 reason = "Timeout"
@@ -186,12 +227,12 @@ class ControllerLoop:
                 reason = type(err).__name__
                 message = self._redact(f"the reconcile failed: {reason}: {err}")
                 log.error("%s\n%s", message, self._trace(err))
-            result = await self.failures.failed(obj, reason=reason, message=message)
+            result = await failures.failed(obj, reason=reason, message=message)
         else:
-            await self.failures.recovered(result)
+            await failures.recovered(result)
         finally:
-            self.progress.busy.pop(name, None)
-            self._done_at[name] = loop.time()
+            self.progress.busy.pop(busy, None)
+            self._done_at[key] = loop.time()
         if self.on_result is not None:
             self.on_result(result)  # the simulator's timeline
         return result
@@ -241,14 +282,18 @@ class ControllerLoop:
     async def _lead(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         self.progress.started_leading(loop.time())
-        self.reconciler.start_term()  # what the last leader wrote is not a second controller
-        watcher = PoolWatch(
-            kube=self.kube,
-            seen=lambda name: self._generations.get(name, -1),
-            reconcile_now=self.reconcile_now,
-            forget=self._forget,
-        )
-        watch = asyncio.create_task(watcher.run(), name="rpp-watch")
+        for parts in self.namespaces.served():
+            parts.reconciler.start_term()  # the last leader's writes are not a second controller
+        watchers = [
+            PoolWatch(
+                kube=lister,
+                seen=lambda key: self._generations.get(key, -1),
+                reconcile_now=self.reconcile_now,
+                forget=self._forget,
+            )
+            for lister in self.namespaces.listers
+        ]
+        watches = [asyncio.create_task(watcher.run(), name="rpp-watch") for watcher in watchers]
         try:
             while not stop.is_set():
                 started = loop.time()
@@ -264,17 +309,20 @@ class ControllerLoop:
                     async with asyncio.timeout(wait):
                         await stop.wait()
         finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
-            await watcher.finish(cancel=not stop.is_set())  # SIGTERM: they finish too
+            for watch in watches:
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
+            for watcher in watchers:
+                await watcher.finish(cancel=not stop.is_set())  # SIGTERM: they finish too
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, key: PoolKey) -> None:
         """A deleted pool: drop what the loop and the metrics keep about it."""
-        self._generations.pop(name, None)
+        namespace, name = key
+        self._generations.pop(key, None)
         if self.metrics is not None:
             self.metrics.forget(name)
-        self.failures.forget(name)
+        self._failures_in(namespace).forget(name)
 
     def health(self) -> str | None:
         """None while the loop completes on time; otherwise why it does not (/healthz)."""

@@ -15,6 +15,7 @@ rpp/model/metric_names.py, which the alert rules and the dashboard are checked a
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -25,7 +26,7 @@ from rpp.model.effects import UpdatePod
 from rpp.model.members import PHASES
 from rpp.model.results import EffectResult
 from rpp.model.rollout_records import RolloutPhase
-from rpp.model.status import PoolStatus
+from rpp.model.status import PoolStatus, Spend
 
 
 class PoolMetrics:
@@ -55,6 +56,10 @@ class PoolMetrics:
         self.rollbacks = Counter(n.removesuffix("_total"), h, labels, registry=registry)
         n, h, labels = spec(names.STATUS_WRITE_FAILURES_TOTAL)
         self.write_failures = Counter(n.removesuffix("_total"), h, labels, registry=registry)
+        n, h, labels = spec(names.SPEND_USD_TOTAL)
+        self.spend = Counter(n.removesuffix("_total"), h, labels, registry=registry)
+        # Per pool, the billing reading last counted: (its time, thisMonth then).
+        self._spend_counted: dict[str, tuple[dt.datetime, float]] = {}
         n, h, labels = spec(names.RECONCILE_SECONDS)
         self.reconcile_seconds = Histogram(
             n,
@@ -77,9 +82,32 @@ class PoolMetrics:
         raised = {c.type for c in status.conditions if c.status == "True"}
         for cond in ALL_CONDITIONS:
             self.condition.labels(pool=pool, type=cond).set(1 if cond in raised else 0)
+        self._count_spend(pool, status.spend)
         release = status.rollout.phase if status.rollout is not None else None
         for each in RolloutPhase:
             self.rollout_phase.labels(pool=pool, phase=each.value).set(1 if each is release else 0)
+
+    def _count_spend(self, pool: str, spend: Spend | None) -> None:
+        """runpod_pool_spend_usd_total grows by what each new billing reading adds.
+
+        A counter, not a gauge of thisMonth: spend only grows, and `increase(...[1d])`
+        then gives a day's spend across a month's end (where thisMonth drops to 0) and
+        across a restart (a counter reset Prometheus knows). The first reading this
+        process sees is the baseline, counted as nothing: counting the month so far again
+        after every restart would add it twice. A reading RunPod revised down adds nothing.
+        """
+        if spend is None or spend.read_at is None:
+            return
+        counted = self._spend_counted.get(pool)
+        child = self.spend.labels(pool=pool)
+        if counted is not None and spend.read_at > counted[0]:
+            last_at, last_month = counted
+            same_month = (last_at.year, last_at.month) == (spend.read_at.year, spend.read_at.month)
+            added = spend.this_month - (last_month if same_month else 0.0)
+            if added > 0:
+                child.inc(added)
+        if counted is None or spend.read_at > counted[0]:
+            self._spend_counted[pool] = (spend.read_at, spend.this_month)
 
     def count(self, pool: str, results: Iterable[EffectResult]) -> None:
         for done in results:
@@ -121,6 +149,7 @@ class PoolMetrics:
         for phase in RolloutPhase:
             with contextlib.suppress(KeyError):
                 self.rollout_phase.remove(pool, phase.value)
-        for counter in (self.rollbacks, self.write_failures):
+        for counter in (self.rollbacks, self.write_failures, self.spend):
             with contextlib.suppress(KeyError):
                 counter.remove(pool)
+        self._spend_counted.pop(pool, None)

@@ -26,7 +26,7 @@ from rpp.adapters.logs import layer_logger
 from rpp.controller.pool_writes import PoolWrites
 from rpp.controller.status_write import StatusWrite
 from rpp.decide.invalid_spec import decide_invalid
-from rpp.model.clashes import Stored, held_back
+from rpp.model.clashes import Stored, held_back, same_pool
 from rpp.model.spec_load import Pool, load_pool
 from rpp.model.status import PoolStatus
 
@@ -38,7 +38,8 @@ class PoolSpecs:
 
     def __init__(self, group: str) -> None:
         self.group = group
-        self._loaded: dict[str, tuple[tuple[Any, ...], Pool]] = {}
+        # By (namespace, name): the clash check loads every served namespace's pools.
+        self._loaded: dict[tuple[str, str], tuple[tuple[Any, ...], Pool]] = {}
         self._listed: tuple[tuple[Mapping[str, Any], ...], list[Stored]] | None = None
 
     def load(self, name: str, obj: Mapping[str, Any]) -> tuple[Pool | None, list[Any]]:
@@ -53,14 +54,15 @@ class PoolSpecs:
             meta.get("generation"),
             obj.get("spec"),
         )
-        loaded = self._loaded.get(name)
+        slot = (str(meta.get("namespace") or ""), name)
+        loaded = self._loaded.get(slot)
         if loaded is not None and loaded[0] == key:
             return loaded[1], []
         pool, problems = load_pool(obj, group=self.group)
         if pool is None:
-            self._loaded.pop(name, None)
+            self._loaded.pop(slot, None)
         else:
-            self._loaded[name] = (copy.deepcopy(key), pool)
+            self._loaded[slot] = (copy.deepcopy(key), pool)
         return pool, problems
 
     def clashes(
@@ -72,11 +74,14 @@ class PoolSpecs:
             named = [(str((o.get("metadata") or {}).get("name") or ""), o) for o in pools]
             loaded = [(self.load(n, o)[0], o) for n, o in named if n]
             self._listed = (pools, [Stored.from_object(p, o) for p, o in loaded if p])
-        others = [other for other in self._listed[1] if other.pool.name != pool.name]
+        others = [other for other in self._listed[1] if not same_pool(other.pool, pool)]
         return held_back(Stored.from_object(pool, obj), others)
 
     def forget(self, name: str) -> None:
-        self._loaded.pop(name, None)
+        """A deleted pool: drop what was loaded under its name, in any namespace (the
+        other's is loaded again when next listed)."""
+        for slot in [slot for slot in self._loaded if slot[1] == name]:
+            del self._loaded[slot]
 
 
 async def report_invalid(

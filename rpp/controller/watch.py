@@ -21,38 +21,42 @@ from typing import Any
 from rpp.adapters.kube.api import KubeApi, KubeError
 from rpp.adapters.logs import layer_logger
 
+PoolKey = tuple[str, str]
+"""(namespace, name), as rpp/controller/pool_namespaces.py keys a pool."""
+
 log = layer_logger("rpp.controller")
 
 WATCH_RETRY_S = 5.0
 
 
 class PoolWatch:
-    """Turns watch events into reconciles; one per controller loop."""
+    """Turns watch events into reconciles; one per watched adapter (a namespace, or the
+    cluster for NAMESPACES=*)."""
 
     def __init__(
         self,
         *,
         kube: KubeApi,
-        seen: Callable[[str], int],
-        reconcile_now: Callable[[str], Awaitable[Any]],
-        forget: Callable[[str], None],
+        seen: Callable[[PoolKey], int],
+        reconcile_now: Callable[[PoolKey], Awaitable[Any]],
+        forget: Callable[[PoolKey], None],
     ) -> None:
         self.kube = kube
         self._seen = seen  # the newest generation the loop reconciled, -1 for none
         self._reconcile_now = reconcile_now
         self._forget = forget
-        self._queued: dict[str, asyncio.Task[None]] = {}
+        self._queued: dict[PoolKey, asyncio.Task[None]] = {}
 
     async def run(self) -> None:
         """Follow the pools until cancelled."""
         while True:
             try:
                 async for event in self.kube.watch_pools():
-                    name = pool_name(event.pool)
+                    key = pool_key(event.pool, default=self.kube.settings.namespace)
                     if event.type == "DELETED":
-                        self._forget(name)
-                    elif generation(event.pool) > self._seen(name):
-                        self._queue(name)
+                        self._forget(key)
+                    elif generation(event.pool) > self._seen(key):
+                        self._queue(key)
             except KubeError as err:
                 log.warning("watching RunPodPools: %s; again in %gs", err, WATCH_RETRY_S)
             await asyncio.sleep(WATCH_RETRY_S)
@@ -64,21 +68,27 @@ class PoolWatch:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
-    def _queue(self, name: str) -> None:
-        if name in self._queued and not self._queued[name].done():
+    def _queue(self, key: PoolKey) -> None:
+        if key in self._queued and not self._queued[key].done():
             return  # one is queued already; it reads the pool when it runs
 
         async def run() -> None:
             try:
-                await self._reconcile_now(name)
+                await self._reconcile_now(key)
             finally:
-                self._queued.pop(name, None)
+                self._queued.pop(key, None)
 
-        self._queued[name] = asyncio.create_task(run(), name=f"rpp-changed-{name}")
+        self._queued[key] = asyncio.create_task(run(), name=f"rpp-changed-{key[1]}")
 
 
 def pool_name(obj: Mapping[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name", "?"))
+
+
+def pool_key(obj: Mapping[str, Any], *, default: str) -> PoolKey:
+    """(namespace, name): the metadata's namespace, or the one watched."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or default), pool_name(obj)
 
 
 def generation(obj: Mapping[str, Any]) -> int:

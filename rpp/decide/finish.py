@@ -1,4 +1,5 @@
-"""The end of every loop: the summary fields, Ready, Reconciling and Stalled, the plan.
+"""The end of every loop: the summary fields and status.spend, Ready, Reconciling and
+Stalled, the plan.
 
 Where it sits: decide, the last step of every branch of rpp/decide/pool.py (the acting
 steps, a deletion, a loop blind to RunPod's list, a rebuild, a pool that may not act).
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rpp.decide import progress
+from rpp.decide import progress, spend
 from rpp.decide.capacity import prices, unconfirmed
 from rpp.decide.ledger import intents
 from rpp.decide.nginx_slots import RenderedSlots
@@ -69,6 +70,9 @@ def finish(loop: LoopState, *, generation: int, desired: int) -> Decision:
             prices.billed(loop.owned)
             + sum(p or 0.0 for p in unconfirmed.prices(unconfirmed.waiting_members(members))),
             4,
+        ),
+        spend=spend.next_spend(
+            loop.status.current, billing=loop.obs.billing, owned=(p.id for p in loop.owned)
         ),
     )
     deleting = loop.obs.pool.deleting_since is not None

@@ -10,7 +10,8 @@ checks every pool of one invocation against every other, across all its files.
 
 ConfigMaps and pool names are namespaced, so they clash only within one namespace; a pool
 without metadata.namespace goes wherever it is applied, so it is compared with every
-namespace. Pod names and ids are RunPod's, one space for the whole account.
+namespace. Pod names and ids are RunPod's, one space for the whole account: two pools of
+one name in two namespaces have one default namePrefix, and clash on it like any others.
 
 The CRD judges one object at a time and cannot see these; the controller can, and
 holds one of two clashing pools (`held_back`, InvalidSpec), so a pool applied with
@@ -41,6 +42,11 @@ class Placed:
 
 def _same_namespace(a: Pool, b: Pool) -> bool:
     return a.namespace is None or b.namespace is None or a.namespace == b.namespace
+
+
+def same_pool(a: Pool, b: Pool) -> bool:
+    """One object: the same name in the same namespace (or one without a namespace)."""
+    return a.name == b.name and _same_namespace(a, b)
 
 
 def _namespace(a: Pool, b: Pool) -> str:
@@ -125,8 +131,9 @@ class Stored:
         """Of two clashing pools, whether this one waits: one already waiting keeps
         waiting, then the one whose spec just changed (the change made the clash), then
         the one created later (then by name)."""
-        key = (self.held, self.changed, self.created, self.pool.name)
-        return key > (other.held, other.changed, other.created, other.pool.name)
+        key = (self.held, self.changed, self.created, self.pool.name, self.pool.namespace or "")
+        theirs = (other.held, other.changed, other.created, other.pool.name)
+        return key > (*theirs, other.pool.namespace or "")
 
 
 def held_back(mine: Stored, others: Iterable[Stored]) -> list[str]:
@@ -139,10 +146,17 @@ def held_back(mine: Stored, others: Iterable[Stored]) -> list[str]:
     is changed. A pool applied next to a running one waits; so does a running pool
     edited into a clash, whatever its age.
     """
-    me = Placed(source=f"created {mine.created}", pool=mine.pool)
     lines: list[str] = []
     for other in sorted(others, key=lambda o: (o.created, o.pool.name)):
-        if other.pool.name == mine.pool.name or not mine.yields_to(other):
+        if same_pool(other.pool, mine.pool) or not mine.yields_to(other):
             continue
-        lines.extend(clashes([Placed(source=f"created {other.created}", pool=other.pool), me]))
+        # Across namespaces a name alone may not tell the two apart: say where each is.
+        apart = not _same_namespace(other.pool, mine.pool)
+        pair = [_placed(other, apart=apart), _placed(mine, apart=apart)]
+        lines.extend(clashes(pair))
     return lines
+
+
+def _placed(stored: Stored, *, apart: bool) -> Placed:
+    where = f"namespace {stored.pool.namespace}, " if apart else ""
+    return Placed(source=f"{where}created {stored.created}", pool=stored.pool)

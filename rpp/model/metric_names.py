@@ -43,6 +43,7 @@ ROLLBACKS_TOTAL = "runpod_pool_rollbacks_total"
 LEADER = "runpod_pool_leader"
 STATUS_WRITE_FAILURES_TOTAL = "runpod_pool_status_write_failures_total"
 STATUS_WRITE_FAILING = "runpod_pool_status_write_failing"
+SPEND_USD_TOTAL = "runpod_pool_spend_usd_total"
 # Exported by `rpp nginx-reloader`, the sidecar in each nginx pod.
 NGINX_RELOADS_TOTAL = "runpod_pool_nginx_reloads_total"
 NGINX_CONFIG_REJECTED = "runpod_pool_nginx_config_rejected"
@@ -136,6 +137,13 @@ SPECS: tuple[MetricSpec, ...] = (
         "gauge",
         (POOL,),
         "1 while the pool's last status write failed (StatusWriteFailing), else 0.",
+    ),
+    MetricSpec(
+        SPEND_USD_TOTAL,
+        "counter",
+        (POOL,),
+        "USD RunPod billed the pool's pods (listPodBilling, status.spend), counted from this "
+        "process's first billing reading on; it lags the pods by RunPod's billing delay.",
     ),
 )
 

@@ -246,6 +246,29 @@ class RefusedKey:
 
 
 @dataclass(frozen=True)
+class BillingRecord:
+    """What RunPod billed one pod in one bucket (`GET /v2/billing/pods`), in USD.
+    The bucket is [start, end): an hour, as the controller asks for them."""
+
+    pod_id: str
+    start: dt.datetime
+    end: dt.datetime
+    amount: float
+
+
+@dataclass(frozen=True)
+class BillingReading:
+    """The account's pod billing as read this loop (rpp/observe/billing.py): hourly
+    records from the start of the month to `read_at`. It is read at most once per 10
+    minutes; other loops carry none. A read that failed has no records and no `read_at`,
+    and `error` says why: each pool keeps its last figures and shows the error."""
+
+    records: tuple[BillingRecord, ...] = ()
+    read_at: dt.datetime | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class PoolObservation:
     """Everything observe gathered for one pool in one loop.
 
@@ -270,6 +293,9 @@ class PoolObservation:
     slots_error: str | None = None
     secret: SecretState = field(default_factory=SecretState)
     pool: PoolObject = field(default_factory=PoolObject)
+    billing: BillingReading | None = None
+    """The account's pod billing, when this loop read it (every 10 minutes); None in the
+    other loops. Decide sums the pool's own pods' records into status.spend."""
     other_controller: str | None = None
     """What this loop saw of another controller writing the pool, in one sentence (its
     status write, or creates this controller did not make); None when nothing."""

@@ -13,7 +13,8 @@ JSON and scenario files read exactly as the bare names did.
 Two members are not plain REST calls of the controller: `hostNotices` is the GraphQL
 query for host maintenance notices (not in the REST document; its name is ours), and
 `podAction` (stop, start, reset, restart a pod) is served by the fake cloud but never
-called by the client.
+called by the client. `listPodBilling` (what RunPod billed each pod, per hour) is read
+at most once per 10 minutes per key (rpp/observe/billing.py), not every loop.
 
 Where it sits: model, below everything; adapters (the client), act, decide and the
 simulator import it.
@@ -36,6 +37,7 @@ class RunPodOperation(StrEnum):
     LIST_GPU_TYPES = "listGpuTypes"
     LIST_DATA_CENTERS = "listDataCenters"
     HOST_NOTICES = "hostNotices"
+    LIST_POD_BILLING = "listPodBilling"
 
     @property
     def writes(self) -> bool:

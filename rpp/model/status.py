@@ -45,6 +45,7 @@ from rpp.model.records import (
     Condition,
     ConditionStatus,
     CreateAttempt,
+    Detail,
     HistoryEntry,
     Intent,
     PlannedAction,
@@ -62,6 +63,29 @@ COOLDOWN_THRESHOLD = 2  # replacements in the window that put a datacenter in co
 COOLDOWN_PERIOD = dt.timedelta(hours=24)  # how long it is then avoided
 # A replacement can matter for window + period: it may pair with a later one.
 REPLACEMENT_LOG_KEEP = COOLDOWN_WINDOW + COOLDOWN_PERIOD
+
+
+SPEND_PODS_KEPT = 32
+"""Pod ids status.spend remembers as the pool's this month, beside its members (the ones
+billed last kept): few, as the status is near its size bound (tests/model/test_status.py)."""
+
+
+class Spend(StatusModel):
+    """What RunPod billed the pool's own pods (`GET /v2/billing/pods`), in USD, as of
+    `readAt`: the last full hour, today and this month so far (UTC days and months).
+    Read at most every 10 minutes, and RunPod's bill itself lags its pods, so these trail
+    `costPerHour`, the catalog's estimate, which the cost cap keeps using."""
+
+    last_hour: Number = 0.0
+    today: Number = 0.0
+    this_month: Number = 0.0
+    read_at: Timestamp | None = None
+    """When RunPod's billing was read; None while no read has succeeded yet."""
+    error: Detail | None = None
+    """Why the latest billing read failed; the figures are then those of `read_at`."""
+    pods: tuple[str, ...] = ()
+    """The pods billed to this pool this month, kept so a pod that is gone still counts
+    (rpp/decide/spend.py says how a pod is attributed)."""
 
 
 class PoolStatus(StatusModel):
@@ -95,6 +119,8 @@ class PoolStatus(StatusModel):
     catalog_prices: Annotated[Mapping[str, Number], SORTED_KEYS] = Field(
         default_factory=dict, exclude_if=lambda prices: not prices
     )
+    # What RunPod really billed, beside the catalog estimate; None until a billing read.
+    spend: Spend | None = None
 
     @classmethod
     def from_stored(cls, data: object, path: str = "status") -> PoolStatus:
@@ -267,6 +293,7 @@ __all__ = [
     "PoolStatus",
     "Recommendation",
     "Rollout",
+    "Spend",
     "StatusFormatError",
     "set_condition",
 ]

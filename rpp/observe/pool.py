@@ -27,7 +27,7 @@ from rpp.decide.ownership import owned_pods
 from rpp.model.observations import PoolObject, PoolObservation, PrometheusReading
 from rpp.model.spec_load import Pool
 from rpp.model.status import PoolStatus
-from rpp.observe.pool_secret import read_pool_secret, remember_secrets
+from rpp.observe.pool_secret import read_pool_secret, remember_secrets, unreadable
 from rpp.observe.prober import Prober, ProbeTarget, probe_settings_from_spec
 from rpp.observe.prometheus import PrometheusClient, queries_from_spec
 from rpp.observe.shared import Shared
@@ -63,7 +63,7 @@ class PoolObserver:
             stored = await self.kube.read_config_map(spec.nginx.slots_config_map)
             slots = None if stored is None else dict(stored.data)
         except KubeError as err:
-            slots_error = str(err)
+            slots_error = unreadable(err, chart_value="rbac.extraSlotsConfigMaps")
         secret = await read_pool_secret(self.kube, spec)
         owned = owned_pods(spec, shared.pods) if shared.pods is not None else ()
         remember_secrets(self.redactor, pool=name, spec=spec, env=secret.env, owned=owned)
@@ -94,6 +94,7 @@ class PoolObserver:
             refused_key=shared.refused_key,
             notices=shared.notices,
             notices_error=shared.notices_error,
+            billing=shared.billing,
             probes=probes,
             prometheus=reading,
             slots=slots,

@@ -8,6 +8,11 @@ that keeps the pool from acting: missing, forbidden, no metrics token). Every va
 also handed to the process's redactor (rpp/adapters/redaction.py), with the values the
 pool's pods still carry for those keys (a rotated secret's old value stays secret), so
 no text the controller writes can repeat one.
+
+A Secret or slots ConfigMap the controller may not read (403) is said in the pool's status,
+not in a log line only (`unreadable`): which permission, on which object, and how to grant
+it, with the chart (the value that names it, or the RBAC mode that covers the namespace)
+or with the plain manifests.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rpp.adapters.kube.api import KubeApi, KubeError
+from rpp.adapters.kube.api import Forbidden, KubeApi, KubeError
 from rpp.adapters.redaction import Redactor
 from rpp.model.observations import RunPodPod, SecretState
 from rpp.model.spec import RunPodPoolSpec
@@ -38,7 +43,8 @@ async def read_pool_secret(kube: KubeApi, spec: RunPodPoolSpec) -> PoolSecret:
     try:
         data = await kube.read_secret(name)
     except KubeError as err:
-        return PoolSecret(SecretState(configured=True, problem=str(err)))
+        problem = unreadable(err, chart_value="rbac.extraEnvSecrets")
+        return PoolSecret(SecretState(configured=True, problem=problem))
     if data is None:
         problem = f"the env Secret {name} (envFromSecret) does not exist: create it"
         return PoolSecret(SecretState(configured=True, problem=problem))
@@ -52,6 +58,21 @@ async def read_pool_secret(kube: KubeApi, spec: RunPodPoolSpec) -> PoolSecret:
             )
             return PoolSecret(SecretState(configured=True, problem=problem), dict(data))
     return PoolSecret(SecretState(configured=True), dict(data), token)
+
+
+def unreadable(err: KubeError, *, chart_value: str) -> str:
+    """Why an object the pool names cannot be read; for a 403, the permission it lacks and
+    how to grant it (`chart_value`: the chart's list of such objects, rbac.mode: named)."""
+    if not isinstance(err, Forbidden):
+        return str(err)
+    return (
+        f"forbidden: the controller may not {err.verb} {err.resource} {err.name!r} in "
+        f"namespace {err.namespace} (RBAC verb {err.verb}, resource {err.resource}); grant it: "
+        f"with the Helm chart, add {err.name} to {chart_value} (rbac.mode: named), or set "
+        "rbac.mode: namespace (a Role for every ConfigMap and Secret of each watched "
+        "namespace) or cluster; without Helm, add the name to the resourceNames of that "
+        "rule of the Role in deploy/rbac.yaml"
+    )
 
 
 def remember_secrets(

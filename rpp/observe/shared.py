@@ -7,6 +7,11 @@ GraphQL notice query serve all pools, so the RunPod calls do not grow with the n
 pools. Decide keeps each pool's own pods from the listing (rpp/decide/ownership.py),
 which is indexed here once for all of them.
 
+Once in 10 minutes it also reads what RunPod billed the account's pods (due when the
+pools' status.spend is that old: rpp/observe/billing.py); other loops carry no reading
+and the pools keep their figures. A billing read that fails is the error in the reading,
+never a reason to skip a loop.
+
 Whatever RunPod answers, every pool gets a loop: an answer that cannot be read at all
 is "RunPod unavailable" for each (NotActing, written in its status), never an exception
 that ends the loop before any pool's status is written. A listing RunPod refused for the
@@ -16,7 +21,8 @@ naming where the key comes from, so each pool says which key to fix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +30,14 @@ from rpp.adapters.logs import layer_logger
 from rpp.adapters.runpod import answers
 from rpp.adapters.runpod.client import RunPodClient
 from rpp.decide.ownership import IndexedPods
-from rpp.model.observations import HostNotice, RefusedKey, RunPodKeySource, RunPodPod
+from rpp.model.observations import (
+    BillingReading,
+    HostNotice,
+    RefusedKey,
+    RunPodKeySource,
+    RunPodPod,
+)
+from rpp.observe import billing
 
 # Logged under the controller's name, as when the loop read these itself: a search for
 # the controller's records keeps finding them.
@@ -43,14 +56,24 @@ class Shared:
     notices_error: str | None = None
     pools: tuple[Mapping[str, Any], ...] = ()
     """Every RunPodPool listed, as stored: a pool that would fight an older one waits."""
+    billing: BillingReading | None = None
+    """What RunPod billed the account's pods, when this loop read it (every 10 minutes)."""
 
 
 _KEY_REFUSALS = (answers.Unauthorized, answers.Forbidden)
 
 
-async def read_shared(runpod: RunPodClient, *, key: RunPodKeySource) -> Shared:
+async def read_shared(
+    runpod: RunPodClient,
+    *,
+    key: RunPodKeySource,
+    now: dt.datetime | None = None,
+    billing_for: Sequence[Mapping[str, Any]] = (),
+    billing_cache: billing.BillingCache = billing.CACHE,
+) -> Shared:
     """One pod listing and one notice query for every pool; failures become data.
-    `key`: where the client's key comes from, named if RunPod refuses it."""
+    `key`: where the client's key comes from, named if RunPod refuses it. With `now`, the
+    pod billing too when it is due for `billing_for` (the loop's pools, as stored)."""
     refused = None
     try:
         # Indexed once, on first use, for every pool of this loop.
@@ -72,10 +95,16 @@ async def read_shared(runpod: RunPodClient, *, key: RunPodKeySource) -> Shared:
     except Exception as err:
         log.exception("reading RunPod's machine notices failed")
         notices, notices_error = None, f"the notices could not be read ({type(err).__name__})"
+    spend = None
+    if now is not None:
+        spend = await billing_cache.read(
+            runpod, now, last_read=billing.oldest_reading(billing_for)
+        )
     return Shared(
         pods=pods,
         runpod_error=error,
         refused_key=refused,
         notices=notices,
         notices_error=notices_error,
+        billing=spend,
     )

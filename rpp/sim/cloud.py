@@ -16,6 +16,8 @@ What it models, and what it leaves out on purpose:
   sent, and restarts the container; `startedAt` does not move, as on RunPod.
 - Stop keeps the pod's GPU reserved (RunPod may lose it; the pool never stops pods).
 - Machine notices per pod, for the GraphQL notice query.
+- Billing (listPodBilling): every pod's life from create to terminate at its price,
+  split into hour or day buckets (`billed`, rpp/sim/cloud_model.py `pod_bills`).
 - Per-image behaviour (`images`): every container started on an image listed there
   errors, slows down or fails to start as that entry says, so a scenario can describe
   a bad release and watch the pool release it.
@@ -43,6 +45,7 @@ from rpp.model.observations import PodStatus
 from rpp.model.runpod_operations import WRITES
 from rpp.sim.cloud_model import (
     DEFAULT_PRICE_PER_HR,
+    BilledSpan,
     Call,
     CloudError,
     FakePod,
@@ -62,6 +65,7 @@ _ID_ALPHABET = string.ascii_lowercase + string.digits
 
 __all__ = [
     "DEFAULT_PRICE_PER_HR",
+    "BilledSpan",
     "Call",
     "CloudError",
     "FakeCloud",
@@ -116,6 +120,8 @@ class FakeCloud:
         self.stock: dict[tuple[str, str, str], StockEntry] = {}
         self.templates: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, FakePod] = {}
+        # Every pod's life as billed, terminated ones included (listPodBilling).
+        self.billed: list[BilledSpan] = []
         self.images: dict[str, ImageBehaviour] = {}
         self._schedule: list[tuple[dt.datetime, tuple[str, str, str], int]] = []
         self._rng = random.Random(seed)
@@ -339,6 +345,7 @@ class FakeCloud:
             pod.server = self.pod_server_factory(info)
             self._run_image(pod)
         self.pods[info.pod_id] = pod
+        self.billed.append(BilledSpan(info.pod_id, start=boot_start, cost_per_hr=cost_per_hr))
         return pod
 
     def _run_image(self, pod: FakePod) -> None:
@@ -368,6 +375,10 @@ class FakeCloud:
         """Terminate: the GPUs go back to stock and the pod is gone (then 404)."""
         pod = self.get(pod_id)
         del self.pods[pod_id]
+        now = self.clock.now()
+        for span in self.billed:
+            if span.pod_id == pod_id and span.end is None:
+                span.end = now
         key = (pod.info.datacenter, pod.info.gpu_type, pod.info.cloud)
         if key in self.stock:
             self.stock[key].count += pod.info.gpu_count

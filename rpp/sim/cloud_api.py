@@ -15,15 +15,18 @@ separately running fake: faults, stock, machine notes.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rpp.model.runpod_operations import RunPodOperation as Op
+from rpp.model.timestamps import from_rfc3339
 from rpp.sim import asgi_io as io
 from rpp.sim import cloud_render as render
 from rpp.sim.cloud import CloudError, FakeCloud
+from rpp.sim.cloud_model import BUCKETS, bucket_start, pod_bills
 from rpp.sim.cloud_requests import check_action, check_create, check_update
 from rpp.sim.faults import (
     CreatedButFailed,
@@ -56,6 +59,7 @@ _ROUTES: list[tuple[str, Op, re.Pattern[str], str]] = [
     ("GET", Op.LIST_GPU_TYPES, re.compile(r"^/v2/catalog/gpus/?$"), "gpus"),
     ("GET", Op.LIST_DATA_CENTERS, re.compile(r"^/v2/catalog/datacenters/?$"), "datacenters"),
     ("POST", Op.HOST_NOTICES, re.compile(r"^/graphql/?$"), "graphql"),
+    ("GET", Op.LIST_POD_BILLING, re.compile(r"^/v2/billing/pods/?$"), "billing"),
 ]
 
 
@@ -146,6 +150,38 @@ def _graphql(cloud: FakeCloud, request: io.Request, _: Mapping[str, str]) -> Ans
     return 200, {"errors": [{"message": "This fake answers only the machine-notice query."}]}
 
 
+def _billing(cloud: FakeCloud, request: io.Request, _: Mapping[str, str]) -> Answer:
+    """listPodBilling from the cloud's own pod lifetimes and prices (hour or day buckets)."""
+    unsupported = set(request.query) - {"startTime", "endTime", "bucketSize", "podId"}
+    if unsupported:
+        raise CloudError(400, f"This fake does not bill by {', '.join(sorted(unsupported))}.")
+    size = (request.query.get("bucketSize") or ["day"])[0]
+    if size not in BUCKETS:
+        _only([size], ("hour", "day", "week", "month", "year"), "bucketSize")
+        raise CloudError(400, f"This fake bills in hour or day buckets, not {size}.")
+    now = cloud.clock.now()
+    start = _billing_time(request, "startTime") or now - dt.timedelta(days=30)
+    end = _billing_time(request, "endTime") or now
+    if end <= start:
+        raise CloudError(400, "endTime must be after startTime.")
+    start = bucket_start(start, size)
+    if bucket_start(end, size) != end:  # snapped up to the end of its bucket
+        end = bucket_start(end, size) + BUCKETS[size]
+    pod_id = next(iter(request.query.get("podId") or ()), None)
+    bills = pod_bills(cloud.billed, start=start, end=end, size=size, now=now, pod_id=pod_id)
+    return 200, render.pod_billing_json(bills, start=start, end=end, size=size, pod_id=pod_id)
+
+
+def _billing_time(request: io.Request, name: str) -> dt.datetime | None:
+    text = next(iter(request.query.get(name) or ()), None)
+    if text is None:
+        return None
+    try:
+        return from_rfc3339(text)
+    except ValueError:
+        raise CloudError(422, f"Invalid {name}: {text}.", errors=[f"query.{name}"]) from None
+
+
 _HANDLERS: dict[str, Handler] = {
     "pods": _pods,
     "pod": _pod,
@@ -153,6 +189,7 @@ _HANDLERS: dict[str, Handler] = {
     "gpus": _list_gpus,
     "datacenters": _list_datacenters,
     "graphql": _graphql,
+    "billing": _billing,
 }
 
 

@@ -178,3 +178,63 @@ def actions_for(status: PodStatus) -> tuple[str, ...]:
     if status in (PodStatus.PROVISIONING, PodStatus.STARTING):
         return ("stop", "terminate")
     return ()
+
+
+@dataclass
+class BilledSpan:
+    """One pod's life as RunPod bills it: from its create to its terminate (None: still
+    running), at its price per hour. The fake bills a pod for its whole life at that one
+    price, stopped or not (RunPod bills a stopped pod's disk only; the pool stops none)."""
+
+    pod_id: str
+    start: dt.datetime
+    cost_per_hr: float
+    end: dt.datetime | None = None
+
+
+class PodBill(NamedTuple):
+    """What one pod cost in one bucket [start, end), in USD (a listPodBilling record)."""
+
+    pod_id: str
+    start: dt.datetime
+    end: dt.datetime
+    amount: float
+
+
+BUCKETS = {"hour": dt.timedelta(hours=1), "day": dt.timedelta(days=1)}
+"""The bucket sizes the fake bills in (RunPod's week, month and year it does not)."""
+
+
+def bucket_start(when: dt.datetime, size: str) -> dt.datetime:
+    """The start of the bucket `when` falls in (UTC): RunPod snaps a window's start so."""
+    hour = when.astimezone(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    return hour if size == "hour" else hour.replace(hour=0)
+
+
+def pod_bills(
+    spans: list[BilledSpan],
+    *,
+    start: dt.datetime,
+    end: dt.datetime,
+    size: str,
+    now: dt.datetime,
+    pod_id: str | None = None,
+) -> list[PodBill]:
+    """Each pod's cost per bucket in [start, end), billed up to `now` (the bucket running
+    now holds what was used so far); buckets a pod did not run in have no record."""
+    step = BUCKETS[size]
+    bills: list[PodBill] = []
+    bucket = bucket_start(start, size)
+    while bucket < end and bucket < now:
+        upper = bucket + step
+        for span in spans:
+            if pod_id is not None and span.pod_id != pod_id:
+                continue
+            ran_from = max(span.start, bucket)
+            ran_to = min(span.end or now, upper, now)
+            if ran_to > ran_from:
+                hours = (ran_to - ran_from).total_seconds() / 3600
+                amount = round(span.cost_per_hr * hours, 6)
+                bills.append(PodBill(span.pod_id, bucket, upper, amount))
+        bucket = upper
+    return bills

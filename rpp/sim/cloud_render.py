@@ -16,6 +16,7 @@ from typing import Any
 from rpp.adapters.clock import to_rfc3339
 from rpp.model.observations import PodStatus
 from rpp.sim.cloud import FakeCloud, FakePod, MachineNotice, actions_for
+from rpp.sim.cloud_model import PodBill
 
 _GPU_INFO = {  # id -> (display name, VRAM GB)
     "NVIDIA GeForce RTX 4090": ("RTX 4090", 24),
@@ -198,4 +199,43 @@ def notices_json(pods: Iterable[FakePod]) -> dict[str, Any]:
         "data": {
             "myself": {"pods": [{"id": p.info.pod_id, "machine": machine(p.notice)} for p in pods]}
         }
+    }
+
+
+def pod_billing_json(
+    bills: list[PodBill],
+    *,
+    start: dt.datetime,
+    end: dt.datetime,
+    size: str,
+    pod_id: str | None,
+) -> dict[str, Any]:
+    """A listPodBilling answer (ListPodBillingResponse): the records, the resolved query
+    echoed, and the totals. The fake bills GPU time only: cpu and disk are 0."""
+
+    def amounts(total: float) -> dict[str, float]:
+        return {"totalAmount": total, "gpuAmount": total, "cpuAmount": 0.0, "diskAmount": 0.0}
+
+    total = round(sum(bill.amount for bill in bills), 6)
+    return {
+        "records": [
+            {
+                "startTime": to_rfc3339(bill.start),
+                "endTime": to_rfc3339(bill.end),
+                "podId": bill.pod_id,
+                **amounts(bill.amount),
+            }
+            for bill in bills
+        ],
+        "metadata": {
+            "query": {
+                "startTime": to_rfc3339(start),
+                "endTime": to_rfc3339(end),
+                "bucketSize": size,
+                "podId": pod_id,
+            },
+            "recordCount": len(bills),
+            "uniquePodCount": len({bill.pod_id for bill in bills}),
+            "totals": amounts(total),
+        },
     }

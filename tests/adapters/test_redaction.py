@@ -115,7 +115,7 @@ def test_the_status_field_list_places_every_string_field_of_the_status_model() -
     identifiers = {
         "action", "canary", "cloud", "datacenter", "datacenters", "drainReason",
         "flaggedRule", "fromImage", "gpuType", "gpuTypes", "image", "judgedBy", "mode",
-        "name", "outcome", "phase", "pod", "podId", "reason", "replacedBy",
+        "name", "outcome", "phase", "pod", "podId", "pods", "reason", "replacedBy",
         "replacementFor", "result", "status", "step", "toImage", "type", "updating", "writer",
     }  # fmt: skip
     schema = PoolStatus.model_json_schema(by_alias=True)

@@ -43,7 +43,9 @@ def test_the_default_scenario_prints_a_timeline_and_the_member_table() -> None:
         "(--until; the scenario runs 4h)"
     )
     assert any("its service hangs" in line for line in lines)  # pod 2 hangs at 0:30
-    assert any("Ready -> Flagged" in line and "Unreachable" in line for line in lines)
+    assert any(
+        "Ready (quarantined) -> Flagged" in line and "Unreachable" in line for line in lines
+    )
     assert any(line.startswith("+0:00:00  inference  create ") for line in lines)
     table = lines.index(next(line for line in lines if line.startswith("NAME ")))
     # The CRD's printer columns, as `kubectl get rpp -o wide` prints them (AGE aside).

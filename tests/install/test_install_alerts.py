@@ -78,7 +78,7 @@ def test_metric_names_are_what_prometheus_client_exports() -> None:
     }
     assert exported == m.queryable_names()
     names = [spec.name for spec in m.SPECS]
-    assert len(set(names)) == len(names) == 15
+    assert len(set(names)) == len(names) == 16
 
 
 def test_the_controllers_registries_register_exactly_the_listed_metrics() -> None:
@@ -177,6 +177,7 @@ ROLLED = "RunPodPoolReleaseRolledBack"
 DELETION = "RunPodPoolDeletionBlocked"
 WRITES = "RunPodPoolStatusWriteFailing"
 NO_LEADER = "RunPodPoolControllerNoLeader"
+SPEND = "RunPodPoolSpendAboveCatalog"
 # During a handover both replicas may export a pool's gauges for a loop (a standby exports
 # none otherwise): the rules must not double-count, hence two instances in some series.
 REPLICAS = [{"instance": "a"}, {"instance": "b"}]
@@ -296,6 +297,26 @@ def pool_alert_tests() -> list[dict[str, Any]]:
                 at("1m", ROLLED),
                 at("2m", ROLLED, expected(ROLLED, "1", pool="inference", **NS)),
                 at("9m", ROLLED),
+            ],
+        },
+        {  # the catalog priced each pool at $1.25/h for over a day; RunPod billed "inference"
+           # $1.875/h (50 % above: fires after 1h), "ok" $1.375/h (10 %: never); "young" was
+           # billed $6/h but has been priced for 10h only, so it has no day to compare yet
+            "interval": "1m",
+            "input_series": [
+                *(series(m.COST_PER_HOUR, "1.25x1800", pool="inference", **NS, **r)
+                  for r in REPLICAS),
+                series(m.SPEND_USD_TOTAL, "0+0.03125x1800", pool="inference", **NS, instance="a"),
+                series(m.SPEND_USD_TOTAL, "0x1800", pool="inference", **NS, instance="b"),
+                series(m.COST_PER_HOUR, "1.25x1800", pool="ok", **NS, instance="a"),
+                series(m.SPEND_USD_TOTAL, "0+0.02291666x1800", pool="ok", **NS, instance="a"),
+                series(m.COST_PER_HOUR, "_x1199 1.25x600", pool="young", **NS, instance="a"),
+                series(m.SPEND_USD_TOTAL, "_x1199 0+0.1x600", pool="young", **NS, instance="a"),
+            ],
+            "alert_rule_test": [
+                at("24h50m", SPEND),
+                at("25h10m", SPEND, expected(SPEND, "1.5", pool="inference", **NS)),
+                at("29h", SPEND, expected(SPEND, "1.5", pool="inference", **NS)),
             ],
         },
     ]  # fmt: skip

@@ -21,7 +21,6 @@ from rpp.adapters.clock import ManualClock
 from rpp.adapters.kube.api import DEFAULT_CRD_GROUP, REQUIRED_PERMISSIONS, KubeSettings, Permission
 from rpp.sim.kube_memory import Call, MemoryKubeApi
 from tests.fixtures_install import (
-    CHART,
     ROOT,
     example,
     find,
@@ -162,12 +161,16 @@ def test_chart_without_pools_names_no_configmap_or_secret() -> None:
     assert reads == []
 
 
-def test_nothing_is_cluster_wide() -> None:
+def test_nothing_is_cluster_wide_unless_rbac_mode_cluster_is_chosen() -> None:
+    """rbac.mode cluster (tests/install/test_install_rbac_modes.py) is the only way to a
+    ClusterRole; the plain manifests and the chart's default never make one."""
     texts = [p.read_text() for p in (ROOT / "deploy").glob("*.yaml")]
-    texts += [p.read_text() for p in (CHART / "templates").glob("*.yaml")]
     for text in texts:
         assert "kind: ClusterRole" not in text
         assert "kind: ClusterRoleBinding" not in text
+    for values in ({}, two_pools(), {"rbac": {"mode": "namespace"}}):
+        kinds = {obj["kind"] for obj in objects(render(values))}
+        assert not kinds & {"ClusterRole", "ClusterRoleBinding"}
     for obj in objects(render(two_pools())) + example("deploy/rbac.yaml"):
         if obj["kind"] in ("Role", "RoleBinding", "ServiceAccount"):
             assert obj["metadata"]["namespace"] == "runpod"

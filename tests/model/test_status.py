@@ -34,6 +34,7 @@ from rpp.model.members import (
 from rpp.model.rollout_records import BakeTally, RolloutPhase, Side, Verdict, VerdictResult
 from rpp.model.status import (
     HISTORY_LIMIT,
+    SPEND_PODS_KEPT,
     Autoscaling,
     Backoff,
     CapacityRefusal,
@@ -45,6 +46,7 @@ from rpp.model.status import (
     PoolStatus,
     Recommendation,
     Rollout,
+    Spend,
     StatusFormatError,
     set_condition,
 )
@@ -178,6 +180,14 @@ def full_status(members: int = 3) -> PoolStatus:
             ),
         ),
         catalog_prices={"NVIDIA RTX A6000": 0.49, "NVIDIA GeForce RTX 4090": 0.69},
+        spend=Spend(
+            last_hour=1.38,
+            today=17.9,
+            this_month=412.06,
+            read_at=at(600),
+            error="RunPod listPodBilling: HTTP 503 " * 40,
+            pods=tuple(f"{i:014d}" for i in range(SPEND_PODS_KEPT)),
+        ),
         datacenter_replacements={"EU-RO-1": (at(1), at(2)), "US-TX-3": (at(3),)},
         backoff=Backoff(create_until=at(300), update_until=at(1800)),
         last_capacity_refusal=CapacityRefusal(

@@ -97,7 +97,7 @@ def test_the_last_wired_pod_leaves_nginx_once_dead_and_stops_billing_without_sto
         moves = [h for h in final.history if h.pod == first and h.action == "transition"]
         flagged, terminated = (
             next(h for h in moves if h.outcome == f"{source} -> {target}")
-            for source, target in (("Ready", "Flagged"), ("Flagged", "Terminating"))
+            for source, target in (("Ready (quarantined)", "Flagged"), ("Flagged", "Terminating"))
         )
         assert moves.index(terminated) == moves.index(flagged) + 1
         assert (terminated.time - flagged.time).total_seconds() <= 60, "the next loop"

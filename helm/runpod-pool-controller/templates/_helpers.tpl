@@ -77,3 +77,58 @@ app.kubernetes.io/component: test
 {{- end -}}
 {{- concat $names .Values.rbac.extraEnvSecrets | uniq | toJson -}}
 {{- end -}}
+
+{{/* rbac.mode, checked against watchNamespaces: named serves the release namespace only,
+and only a ClusterRole reaches every namespace. */}}
+{{- define "rpp.rbacMode" -}}
+{{- $mode := .Values.rbac.mode | default "named" -}}
+{{- if not (has $mode (list "named" "namespace" "cluster")) -}}
+{{- fail (printf "rbac.mode: %q is not named, namespace or cluster" $mode) -}}
+{{- end -}}
+{{- $watched := .Values.watchNamespaces | default list -}}
+{{- if and (has "*" $watched) (ne $mode "cluster") -}}
+{{- fail "watchNamespaces: [\"*\"] (every namespace) needs rbac.mode: cluster" -}}
+{{- end -}}
+{{- if and (has "*" $watched) (gt (len $watched) 1) -}}
+{{- fail "watchNamespaces: \"*\" stands alone (every namespace); remove the other names" -}}
+{{- end -}}
+{{- if and (eq $mode "named") (without $watched .Release.Namespace) -}}
+{{- fail (printf "watchNamespaces: rbac.mode named grants objects in the release namespace (%s) only; set rbac.mode: namespace or cluster" .Release.Namespace) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}
+
+{{/* The namespaces served, as a JSON list: watchNamespaces, or the release namespace. */}}
+{{- define "rpp.watchNamespaces" -}}
+{{- .Values.watchNamespaces | default (list .Release.Namespace) | uniq | toJson -}}
+{{- end -}}
+
+{{/* The pools' rules, in any mode: read and watch them, write only their status and their
+finalizer (patch also keeps an unreadable status in an annotation when the controller
+rebuilds it), and Events on them (get finds an Event to bump its count after a restart). */}}
+{{- define "rpp.poolRules" -}}
+# The pools: read and watch them, write only their status and their finalizer; patch
+# also keeps an unreadable status in an annotation when the controller rebuilds it.
+- apiGroups: [{{ .Values.crdGroup | quote }}]
+  resources: [runpodpools]
+  verbs: [get, list, watch, patch]
+- apiGroups: [{{ .Values.crdGroup | quote }}]
+  resources: [runpodpools/status]
+  verbs: [update]
+# Events on the pools; get finds an Event to bump its count after a restart.
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch, get]
+{{- end -}}
+
+{{/* rbac.mode namespace and cluster: every slots ConfigMap and env Secret where the rule
+applies, so a pool applied with kubectl acts without a helm upgrade. */}}
+{{- define "rpp.namespaceObjectRules" -}}
+# Every slots ConfigMap (read, create, rewrite) and env Secret (read only) of the pools.
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, update]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
+{{- end -}}

@@ -27,6 +27,9 @@ POOL_PLURAL = "runpodpools"
 POOL_KIND = "RunPodPool"
 COMPONENT = "runpod-pool-controller"
 RBAC_HINT = "the controller's Role lacks this; apply deploy/rbac.yaml"
+ALL_NAMESPACES = "*"
+"""KubeSettings.namespace of an adapter that lists and watches pools in every namespace
+(NAMESPACES=*); only its list_pools and watch_pools are used."""
 
 EventType = Literal["Normal", "Warning"]
 
@@ -67,7 +70,8 @@ class KubeSettings:
 def describe_target(resource: str, name: str | None, namespace: str) -> str:
     """`configmaps 'inference-nginx-slots' in namespace runpod`, for messages."""
     named = f" {name!r}" if name else ""
-    return f"{resource}{named} in namespace {namespace}"
+    where = "every namespace" if namespace == ALL_NAMESPACES else f"namespace {namespace}"
+    return f"{resource}{named} in {where}"
 
 
 class KubeError(Exception):

@@ -42,6 +42,7 @@ from rpp import __version__
 from rpp.adapters.clock import ServerDates
 from rpp.adapters.kube import events, transport, watch_stream, watching
 from rpp.adapters.kube.api import (
+    ALL_NAMESPACES,
     AlreadyExists,
     ConfigMapEvent,
     EventType,
@@ -51,6 +52,7 @@ from rpp.adapters.kube.api import (
     PoolEvent,
     SecretData,
     StoredConfigMap,
+    describe_target,
 )
 from rpp.adapters.kube.connect import direct
 from rpp.adapters.kube.transient import Patience, TransientAnswers
@@ -85,6 +87,8 @@ class RealKubeApi:
         api_client.user_agent = f"{settings.field_manager}/{__version__}"
         ns = quote(settings.namespace, safe="")
         self._pools = f"/apis/{settings.crd_group}/{settings.crd_version}/namespaces/{ns}/"
+        if settings.namespace == ALL_NAMESPACES:  # NAMESPACES=*: list and watch cluster-wide
+            self._pools = f"/apis/{settings.crd_group}/{settings.crd_version}/"
         self._pools += settings.plural
         self._core = f"/api/v1/namespaces/{ns}"
         self._leases = f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases"
@@ -200,7 +204,7 @@ class RealKubeApi:
         changes = watching.reflect(
             open_watch=lambda version: self._stream(op, self._pools, (), version),
             relist=self._list_pools_at,
-            what=f"runpodpools in namespace {self._settings.namespace}",
+            what=describe_target("runpodpools", None, self._settings.namespace),
         )
         async with aclosing(changes):
             async for type_, pool in changes:

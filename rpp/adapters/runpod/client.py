@@ -40,6 +40,7 @@ key the client ever sent is still scrubbed (an answer to an old request may echo
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import logging
 from collections.abc import Callable, Mapping
@@ -54,6 +55,7 @@ from tenacity.wait import wait_random_exponential
 from rpp import __version__
 from rpp.adapters.logs import fields, layer_logger
 from rpp.adapters.runpod import answers
+from rpp.adapters.runpod.billing import billing_from_json, billing_query
 from rpp.adapters.runpod.call_metrics import ApiCallMetrics
 from rpp.adapters.runpod.catalog import (
     DataCenterInfo,
@@ -76,7 +78,7 @@ from rpp.adapters.runpod.wire import (
     pods_from_list,
     update_body,
 )
-from rpp.model.observations import HostNotice, RunPodPod
+from rpp.model.observations import BillingRecord, HostNotice, RunPodPod
 from rpp.model.runpod_operations import RunPodOperation
 
 log = layer_logger("rpp.adapters.runpod")
@@ -314,6 +316,19 @@ class RunPodClient:
             "/graphql",
             lambda b: notices_from_graphql(_json(b)),
             json_body={"query": NOTICES_QUERY},
+        )
+
+    async def pod_billing(
+        self, *, start: dt.datetime, end: dt.datetime
+    ) -> tuple[BillingRecord, ...]:
+        """What RunPod billed each pod of the account per hour in [start, end) (listPodBilling);
+        read at a low rate by observe (rpp/observe/billing.py), never every loop."""
+        return await self._call(
+            RunPodOperation.LIST_POD_BILLING,
+            "GET",
+            "/v2/billing/pods",
+            lambda b: billing_from_json(_json(b)),
+            params=billing_query(start=start, end=end),
         )
 
     # ---- the one request path -----------------------------------------------------------

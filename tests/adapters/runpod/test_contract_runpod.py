@@ -16,6 +16,7 @@ tested in test_runpod_notices.py) and the MalformedJson fault (broken by design)
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import json
 from collections.abc import Callable
@@ -128,6 +129,9 @@ async def drive_the_client(cloud: FakeCloud, clock: ManualClock, recorder: Recor
         await c.gpu_catalog(cloud="SECURE")
         await c.gpu_catalog(cloud="COMMUNITY", gpu_count=2)
         await c.datacenters()
+        start = clock.now() - dt.timedelta(hours=2)
+        billed = await c.pod_billing(start=start, end=clock.now() + dt.timedelta(hours=1))
+        assert {record.pod_id for record in billed} == {pod.id}
         cloud.faults.next("listPods", faults.ServerError(503))
         cloud.faults.next("getPod", faults.RateLimited(retry_after=0))
         await c.list_pods()
@@ -182,6 +186,14 @@ async def drive_raw(cloud: FakeCloud, clock: ManualClock, recorder: Recorder) ->
         await http.post("/v2/pods", json={"name": "x", "image": "i"})  # 400: no gpu or cpu
         await http.get("/v2/catalog/gpus", params={"include": "AVAILABILITY"})  # 400
         await http.delete("/v2/pods/nosuchpod00000")  # 404
+        for query in (
+            {"bucketSize": "day"},  # RunPod's defaults: the last 30 days
+            {"podId": pod_id, "bucketSize": "hour", "startTime": "2026-01-01T00:00:00Z"},
+            {"bucketSize": "week"},  # 400: the fake bills in hours and days
+            {"bucketSize": "fortnight"},  # 422: no such bucket size
+            {"startTime": "yesterday"},  # 422
+        ):
+            await http.get("/v2/billing/pods", params=query)
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +224,11 @@ def test_every_request_the_client_sends_matches_the_published_contract(
         openapi.validate_request(SpecRequest(request))
     sent = {(q.method, q.url.path.split("/")[2]) for q, _ in pairs}
     assert sent >= {("GET", "pods"), ("POST", "pods"), ("PATCH", "pods"), ("DELETE", "pods")}
-    assert {q.url.path for q, _ in pairs} >= {"/v2/catalog/gpus", "/v2/catalog/datacenters"}
+    assert {q.url.path for q, _ in pairs} >= {
+        "/v2/catalog/gpus",
+        "/v2/catalog/datacenters",
+        "/v2/billing/pods",
+    }
 
 
 def test_every_response_the_fake_returns_matches_the_published_contract(

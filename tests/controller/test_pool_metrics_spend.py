@@ -1,0 +1,58 @@
+"""runpod_pool_spend_usd_total (rpp/controller/pool_metrics.py): a counter of the USD
+RunPod billed a pool's pods, growing by what each new billing reading in status.spend
+adds. The first reading a process sees is its baseline (a restart does not count the
+month again); a new month counts from its own first dollar; a reading revised down
+adds nothing; a deleted pool's series goes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from prometheus_client import CollectorRegistry
+
+from rpp.controller.pool_metrics import PoolMetrics
+from rpp.model.status import PoolStatus, Spend
+
+T0 = dt.datetime(2026, 6, 30, 23, 0, tzinfo=dt.UTC)
+TEN = dt.timedelta(minutes=10)
+NAME = "runpod_pool_spend_usd_total"
+
+
+def reading(this_month: float, at: dt.datetime) -> PoolStatus:
+    return PoolStatus(spend=Spend(this_month=this_month, today=this_month, read_at=at))
+
+
+def counted(registry: CollectorRegistry, pool: str = "web") -> float | None:
+    return registry.get_sample_value(NAME, {"pool": pool})
+
+
+def test_each_new_reading_adds_what_was_billed_since_the_last() -> None:
+    registry = CollectorRegistry()
+    metrics = PoolMetrics(registry)
+    metrics.report("web", reading(400.0, T0), desired_min=1)
+    assert counted(registry) == 0.0  # the baseline: the month so far is not counted again
+    metrics.report("web", reading(401.5, T0 + TEN), desired_min=1)
+    metrics.report("web", reading(401.5, T0 + TEN), desired_min=1)  # the same reading again
+    metrics.report("web", reading(402.0, T0 + 2 * TEN), desired_min=1)
+    assert counted(registry) == 2.0
+
+
+def test_a_new_month_counts_from_its_first_dollar_and_a_revision_down_adds_nothing() -> None:
+    registry = CollectorRegistry()
+    metrics = PoolMetrics(registry)
+    metrics.report("web", reading(400.0, T0), desired_min=1)
+    metrics.report("web", reading(0.75, T0 + 9 * TEN), desired_min=1)  # July 1st, 00:30
+    assert counted(registry) == 0.75
+    metrics.report("web", reading(0.5, T0 + 10 * TEN), desired_min=1)  # RunPod revised it
+    assert counted(registry) == 0.75
+
+
+def test_a_pool_without_a_reading_exports_no_spend_and_a_deleted_pool_loses_it() -> None:
+    registry = CollectorRegistry()
+    metrics = PoolMetrics(registry)
+    metrics.report("web", PoolStatus(), desired_min=1)
+    assert counted(registry) is None
+    metrics.report("web", reading(1.0, T0), desired_min=1)
+    metrics.forget("web")
+    assert counted(registry) is None
