@@ -51,6 +51,13 @@ class Limits:
     threshold: float = 0.0
     duration_s: float
 
+    @classmethod
+    def of(
+        cls, section: spec.SlowScrapeRule | spec.RelativeLatencyRule | spec.ErrorRateRule
+    ) -> Limits:
+        """A spec section with a threshold and a duration, as limits."""
+        return cls(threshold=section.threshold, duration_s=section.duration)
+
 
 @dataclass(frozen=True, kw_only=True)
 class MemberObservation:

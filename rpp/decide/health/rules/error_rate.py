@@ -29,8 +29,7 @@ class ErrorRate(HealthRule):
     query_field = "errorRatioQuery"
 
     def limits(self, replace_when: spec.ReplaceWhen) -> Limits:
-        section = replace_when.error_rate
-        return Limits(threshold=section.threshold, duration_s=section.duration)
+        return Limits.of(replace_when.error_rate)
 
     def query(self, prometheus: spec.Prometheus) -> str | None:
         return prometheus.error_ratio_query

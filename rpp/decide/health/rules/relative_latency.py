@@ -36,8 +36,7 @@ class RelativeLatency(HealthRule):
     query_field = "latencyQuery"
 
     def limits(self, replace_when: spec.ReplaceWhen) -> Limits:
-        section = replace_when.relative_latency
-        return Limits(threshold=section.threshold, duration_s=section.duration)
+        return Limits.of(replace_when.relative_latency)
 
     def query(self, prometheus: spec.Prometheus) -> str | None:
         return prometheus.latency_query

@@ -29,8 +29,7 @@ class SlowScrape(HealthRule):
     needs = Needs.METRICS_PAGE
 
     def limits(self, replace_when: spec.ReplaceWhen) -> Limits:
-        section = replace_when.slow_scrape
-        return Limits(threshold=section.threshold, duration_s=section.duration)
+        return Limits.of(replace_when.slow_scrape)
 
     def check(
         self, observation: MemberObservation, *, peer_latencies: Sequence[float], limits: Limits
