@@ -321,7 +321,7 @@ class ControllerLoop:
         namespace, name = key
         self._generations.pop(key, None)
         if self.metrics is not None:
-            self.metrics.forget(name)
+            self.metrics.forget(key)
         self._failures_in(namespace).forget(name)
 
     def health(self) -> str | None:

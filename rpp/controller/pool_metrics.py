@@ -28,6 +28,9 @@ from rpp.model.results import EffectResult
 from rpp.model.rollout_records import RolloutPhase
 from rpp.model.status import PoolStatus, Spend
 
+PoolKey = tuple[str, str]
+"""(namespace, name): a pool's series are labelled with both (metric_names.POOL_NAMESPACE)."""
+
 
 class PoolMetrics:
     """One set of runpod_pool_* metrics in one registry (the process's, or a test's)."""
@@ -59,7 +62,7 @@ class PoolMetrics:
         n, h, labels = spec(names.SPEND_USD_TOTAL)
         self.spend = Counter(n.removesuffix("_total"), h, labels, registry=registry)
         # Per pool, the billing reading last counted: (its time, thisMonth then).
-        self._spend_counted: dict[str, tuple[dt.datetime, float]] = {}
+        self._spend_counted: dict[PoolKey, tuple[dt.datetime, float]] = {}
         n, h, labels = spec(names.RECONCILE_SECONDS)
         self.reconcile_seconds = Histogram(
             n,
@@ -69,25 +72,37 @@ class PoolMetrics:
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
 
-    def report(self, pool: str, status: PoolStatus, *, desired_min: int) -> None:
+    def report(self, pool: PoolKey, status: PoolStatus, *, desired_min: int) -> None:
+        at = _labels(pool)
         for phase in PHASES:
             if phase == "Gone":
                 continue
             count = sum(1 for m in status.members if m.phase == phase)
-            self.members.labels(pool=pool, phase=phase).set(count)
-        self.ready.labels(pool=pool).set(status.ready)
-        self.desired.labels(pool=pool).set(status.desired)
-        self.desired_min.labels(pool=pool).set(desired_min)
-        self.cost.labels(pool=pool).set(status.cost_per_hour)
+            self.members.labels(**at, phase=phase).set(count)
+        self.ready.labels(**at).set(status.ready)
+        self.desired.labels(**at).set(status.desired)
+        self.desired_min.labels(**at).set(desired_min)
+        self.cost.labels(**at).set(status.cost_per_hour)
         raised = {c.type for c in status.conditions if c.status == "True"}
         for cond in ALL_CONDITIONS:
-            self.condition.labels(pool=pool, type=cond).set(1 if cond in raised else 0)
+            self.condition.labels(**at, type=cond).set(1 if cond in raised else 0)
         self._count_spend(pool, status.spend)
         release = status.rollout.phase if status.rollout is not None else None
         for each in RolloutPhase:
-            self.rollout_phase.labels(pool=pool, phase=each.value).set(1 if each is release else 0)
+            self.rollout_phase.labels(**at, phase=each.value).set(1 if each is release else 0)
 
-    def _count_spend(self, pool: str, spend: Spend | None) -> None:
+    def condition_set(self, pool: PoolKey, *, type_: str, true: bool) -> None:
+        """One condition's gauge, set outside a report (ReconcileFailed)."""
+        self.condition.labels(**_labels(pool), type=type_).set(1 if true else 0)
+
+    def condition_forget(self, pool: PoolKey, *, type_: str) -> None:
+        with contextlib.suppress(KeyError):
+            self.condition.remove(*pool, type_)
+
+    def reconciled_in(self, pool: PoolKey, seconds: float) -> None:
+        self.reconcile_seconds.labels(**_labels(pool)).observe(seconds)
+
+    def _count_spend(self, pool: PoolKey, spend: Spend | None) -> None:
         """runpod_pool_spend_usd_total grows by what each new billing reading adds.
 
         A counter, not a gauge of thisMonth: spend only grows, and `increase(...[1d])`
@@ -99,7 +114,7 @@ class PoolMetrics:
         if spend is None or spend.read_at is None:
             return
         counted = self._spend_counted.get(pool)
-        child = self.spend.labels(pool=pool)
+        child = self.spend.labels(**_labels(pool))
         if counted is not None and spend.read_at > counted[0]:
             last_at, last_month = counted
             same_month = (last_at.year, last_at.month) == (spend.read_at.year, spend.read_at.month)
@@ -109,20 +124,21 @@ class PoolMetrics:
         if counted is None or spend.read_at > counted[0]:
             self._spend_counted[pool] = (spend.read_at, spend.this_month)
 
-    def count(self, pool: str, results: Iterable[EffectResult]) -> None:
+    def count(self, pool: PoolKey, results: Iterable[EffectResult]) -> None:
+        at = _labels(pool)
         for done in results:
             effect = done.effect
             if effect.action == "event":
                 continue
-            self.actions.labels(pool=pool, action=effect.action, outcome=done.result.value).inc()
+            self.actions.labels(**at, action=effect.action, outcome=done.result.value).inc()
             if isinstance(effect, UpdatePod) and effect.rollback and done.ok:
-                self.rollbacks.labels(pool=pool).inc()
+                self.rollbacks.labels(**at).inc()
 
-    def status_writes(self, pool: str, *, failed: int, failing: bool) -> None:
+    def status_writes(self, pool: PoolKey, *, failed: int, failing: bool) -> None:
         """After each status write: the writes it saw refused, and whether they fail."""
         if failed:
-            self.write_failures.labels(pool=pool).inc(failed)
-        self.write_failing.labels(pool=pool).set(1 if failing else 0)
+            self.write_failures.labels(**_labels(pool)).inc(failed)
+        self.write_failing.labels(**_labels(pool)).set(1 if failing else 0)
 
     def pool_gauges(self) -> tuple[Gauge, ...]:
         """The gauges that describe pools: only the leader, which reconciles, exports them."""
@@ -135,21 +151,25 @@ class PoolMetrics:
         for gauge in self.pool_gauges():
             gauge.clear()
 
-    def forget(self, pool: str) -> None:
+    def forget(self, pool: PoolKey) -> None:
         """Drop a deleted pool's series, so dashboards do not show it forever."""
         for metric in (self.ready, self.desired, self.desired_min, self.cost, self.write_failing):
             with contextlib.suppress(KeyError):
-                metric.remove(pool)
+                metric.remove(*pool)
         for phase in PHASES:
             with contextlib.suppress(KeyError):
-                self.members.remove(pool, phase)
+                self.members.remove(*pool, phase)
         for cond in ALL_CONDITIONS:
-            with contextlib.suppress(KeyError):
-                self.condition.remove(pool, cond)
+            self.condition_forget(pool, type_=cond)
         for phase in RolloutPhase:
             with contextlib.suppress(KeyError):
-                self.rollout_phase.remove(pool, phase.value)
+                self.rollout_phase.remove(*pool, phase.value)
         for counter in (self.rollbacks, self.write_failures, self.spend):
             with contextlib.suppress(KeyError):
-                counter.remove(pool)
+                counter.remove(*pool)
         self._spend_counted.pop(pool, None)
+
+
+def _labels(pool: PoolKey) -> dict[str, str]:
+    namespace, name = pool
+    return {names.POOL_NAMESPACE: namespace, names.POOL: name}

@@ -129,9 +129,7 @@ class PoolReconciler:
                 return await self._reconcile(obj, shared, name)
         finally:
             if self.metrics is not None:
-                self.metrics.reconcile_seconds.labels(pool=name).observe(
-                    time.perf_counter() - started
-                )
+                self.metrics.reconciled_in(self._key(name), time.perf_counter() - started)
 
     async def _reconcile(self, obj: Mapping[str, Any], shared: Shared, name: str) -> PoolResult:
         generation = int(obj.get("metadata", {}).get("generation") or 0)
@@ -223,8 +221,8 @@ class PoolReconciler:
             self.forget(name)
             return PoolResult(name, decision, tuple(results), new_status, False)
         if self.metrics is not None:
-            self.metrics.count(name, results)
-            self.metrics.report(name, new_status, desired_min=spec.replicas.min)
+            self.metrics.count(self._key(name), results)
+            self.metrics.report(self._key(name), new_status, desired_min=spec.replicas.min)
         acted = any(r.result is not Result.PLANNED and r.effect in decision.acts for r in results)
         for version in (r.pool_version for r in results if r.pool_version):
             # This loop's own finalizer change moved the version; nobody else's did, or
@@ -243,7 +241,7 @@ class PoolReconciler:
         failed = self.carry.ended(name, done, base=base, now=now, composed=composed)
         if self.metrics is not None:
             self.metrics.status_writes(
-                name, failed=failed, failing=self.carry.writes(name).failing
+                self._key(name), failed=failed, failing=self.carry.writes(name).failing
             )
 
     def start_term(self) -> None:
@@ -264,7 +262,11 @@ class PoolReconciler:
         self.specs.forget(name)
         self._slots.pop(name, None)
         if self.metrics is not None:
-            self.metrics.forget(name)
+            self.metrics.forget(self._key(name))
+
+    def _key(self, name: str) -> tuple[str, str]:
+        """The pool's (namespace, name): this reconciler serves one namespace."""
+        return (self.kube.settings.namespace, name)
 
     async def _observe(
         self, *, pool: Pool, obj: Mapping[str, Any], status: PoolStatus, shared: Shared

@@ -15,7 +15,6 @@ re-reads on a conflict), so it never erases what a reconcile wrote in between.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,7 +50,7 @@ class ReconcileFailures:
         name = _name(obj)
         message = bounded(message, MESSAGE_LIMIT)
         if self.metrics is not None:
-            self.metrics.condition.labels(pool=name, type=RECONCILE_FAILED).set(1)
+            self.metrics.condition_set(self._key(name), type_=RECONCILE_FAILED, true=True)
         status, written = await self._set_condition(
             name, obj, true=True, reason=reason, message=message
         )
@@ -61,7 +60,7 @@ class ReconcileFailures:
     async def recovered(self, result: PoolResult) -> None:
         """Clear ReconcileFailed once a reconcile of the pool completes."""
         if self.metrics is not None:
-            self.metrics.condition.labels(pool=result.pool, type=RECONCILE_FAILED).set(0)
+            self.metrics.condition_set(self._key(result.pool), type_=RECONCILE_FAILED, true=False)
         cond = result.status.condition(RECONCILE_FAILED) if result.status else None
         if cond is None or cond.status != "True":
             return
@@ -83,8 +82,11 @@ class ReconcileFailures:
     def forget(self, name: str) -> None:
         """A deleted pool: its condition gauge goes too."""
         if self.metrics is not None:
-            with contextlib.suppress(KeyError):
-                self.metrics.condition.remove(name, RECONCILE_FAILED)
+            self.metrics.condition_forget(self._key(name), type_=RECONCILE_FAILED)
+
+    def _key(self, name: str) -> tuple[str, str]:
+        """The pool's (namespace, name): one ReconcileFailures serves one namespace."""
+        return (self.kube.settings.namespace, name)
 
     async def _event(
         self, obj: Mapping[str, Any], *, type_: EventType, reason: str, message: str

@@ -11,6 +11,11 @@ and fail when a rule or a panel queries a name it lacks.
 Names are the exposition names a scrape shows, which is also what PromQL queries: counters
 carry their `_total`, and a histogram is queried through its `_bucket`, `_sum` and
 `_count` series (`series_names`).
+
+A pool's series carry `pool_namespace` beside `pool`: one controller may serve pools of
+the same name in several namespaces (NAMESPACES), and a pool is its (namespace, name).
+Not `namespace`: a Prometheus Operator scrape sets that target label to the controller's
+own namespace, and a series label of the same name would be renamed `exported_namespace`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Literal
 
 MetricKind = Literal["gauge", "counter", "histogram"]
 
+POOL_NAMESPACE = "pool_namespace"
 POOL = "pool"
 PHASE = "phase"
 TYPE = "type"
@@ -73,25 +79,32 @@ SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         MEMBERS,
         "gauge",
-        (POOL, PHASE),
+        (POOL_NAMESPACE, POOL, PHASE),
         "Pool members by phase (Warming, Ready, Flagged, Draining, Updating, Terminating).",
     ),
-    MetricSpec(READY, "gauge", (POOL,), "Members Ready and wired into nginx."),
+    MetricSpec(READY, "gauge", (POOL_NAMESPACE, POOL), "Members Ready and wired into nginx."),
     MetricSpec(
-        DESIRED, "gauge", (POOL,), "The size the pool aims for: replicas.min or the autoscaler's."
+        DESIRED,
+        "gauge",
+        (POOL_NAMESPACE, POOL),
+        "The size the pool aims for: replicas.min or the autoscaler's.",
     ),
-    MetricSpec(DESIRED_MIN, "gauge", (POOL,), "replicas.min: the pods the pool must keep."),
-    MetricSpec(COST_PER_HOUR, "gauge", (POOL,), "The pool's pods' cost per hour, in USD."),
+    MetricSpec(
+        DESIRED_MIN, "gauge", (POOL_NAMESPACE, POOL), "replicas.min: the pods the pool must keep."
+    ),
+    MetricSpec(
+        COST_PER_HOUR, "gauge", (POOL_NAMESPACE, POOL), "The pool's pods' cost per hour, in USD."
+    ),
     MetricSpec(
         CONDITION,
         "gauge",
-        (POOL, TYPE),
+        (POOL_NAMESPACE, POOL, TYPE),
         "1 while the pool's condition of this type is True, else 0.",
     ),
     MetricSpec(
         ACTIONS_TOTAL,
         "counter",
-        (POOL, ACTION, OUTCOME),
+        (POOL_NAMESPACE, POOL, ACTION, OUTCOME),
         "Actions on pods and slots, by action and how they ended (planned in DryRun).",
     ),
     MetricSpec(
@@ -108,40 +121,43 @@ SPECS: tuple[MetricSpec, ...] = (
         "acts on what they say; the pool owning one names it in UnreadablePods.",
     ),
     MetricSpec(
-        RECONCILE_SECONDS, "histogram", (POOL,), "Time one reconcile of one pool took, seconds."
+        RECONCILE_SECONDS,
+        "histogram",
+        (POOL_NAMESPACE, POOL),
+        "Time one reconcile of one pool took, seconds.",
     ),
     MetricSpec(LEADER, "gauge", (), "1 on the replica holding the leader Lease, else 0."),
     MetricSpec(
         ROLLOUT_PHASE,
         "gauge",
-        (POOL, PHASE),
+        (POOL_NAMESPACE, POOL, PHASE),
         "1 for the phase the release of spec.image is in (Canary, Baking, Rolling, RolledBack, "
         "Done), else 0.",
     ),
     MetricSpec(
         ROLLBACKS_TOTAL,
         "counter",
-        (POOL,),
+        (POOL_NAMESPACE, POOL),
         "Pods put back on their old image in place: a canary that failed its bake, or an "
         "update that did not start.",
     ),
     MetricSpec(
         STATUS_WRITE_FAILURES_TOTAL,
         "counter",
-        (POOL,),
+        (POOL_NAMESPACE, POOL),
         "Writes of the pool's status the API server refused (a 409 that outlasted the "
         "retries, a 5xx, a timeout).",
     ),
     MetricSpec(
         STATUS_WRITE_FAILING,
         "gauge",
-        (POOL,),
+        (POOL_NAMESPACE, POOL),
         "1 while the pool's last status write failed (StatusWriteFailing), else 0.",
     ),
     MetricSpec(
         SPEND_USD_TOTAL,
         "counter",
-        (POOL,),
+        (POOL_NAMESPACE, POOL),
         "USD RunPod billed the pool's pods (listPodBilling, status.spend), counted from this "
         "process's first billing reading on; it lags the pods by RunPod's billing delay.",
     ),

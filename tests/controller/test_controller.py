@@ -87,7 +87,7 @@ def test_an_exception_in_one_pool_becomes_its_condition_and_event_and_the_others
         assert any(
             e["reason"] == RECONCILE_FAILED and e["type"] == "Warning" for e in w.kube.events
         )
-        gauge = {"pool": "inference", "type": RECONCILE_FAILED}
+        gauge = {"pool_namespace": "runpod", "pool": "inference", "type": RECONCILE_FAILED}
         assert w.controller.registry.get_sample_value("runpod_pool_condition", gauge) == 1
         # The other pool was reconciled as if nothing happened: it created its first pod.
         assert results["batch"].error is None

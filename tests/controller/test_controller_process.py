@@ -67,7 +67,8 @@ async def test_rpp_run_reconciles_a_pool_serves_its_endpoints_and_exits_0_on_sig
     }
     (pod_id,) = rehearsal.cloud.pods
     assert values[("runpod_pool_leader", ())] == 1
-    assert values[("runpod_pool_ready", (("pool", "inference"),))] == 1
+    ready = (("pool", "inference"), ("pool_namespace", "runpod"))
+    assert values[("runpod_pool_ready", ready)] == 1
     assert sd == [
         {
             "targets": ["inference.runpod.svc:8081"],

@@ -83,7 +83,7 @@ def test_metrics_and_sd_describe_the_pool_as_its_status_does() -> None:
     assert metrics.status_code == 200
     assert metrics.headers["content-type"].startswith("text/plain")
     got = samples(metrics.text)
-    pool = (("pool", "inference"),)
+    pool = (("pool", "inference"), ("pool_namespace", "runpod"))
     assert got[("runpod_pool_members", (("phase", "Ready"), *pool))] == 2
     assert got[("runpod_pool_members", (("phase", "Warming"), *pool))] == 0
     assert got[("runpod_pool_ready", pool)] == 2
@@ -208,8 +208,8 @@ def test_the_seeds_alerts_fire_for_the_troubled_pool_and_prometheus_reads_the_sd
     troubled = troubled.with_condition(
         type="CapacityUnavailable", status="True", reason="NoStock", message="m", now=NOW
     )
-    metrics.report("inference", troubled, desired_min=2)
-    metrics.report("batch", PoolStatus(ready=2, desired=2), desired_min=2)
+    metrics.report(("runpod", "inference"), troubled, desired_min=2)
+    metrics.report(("runpod", "batch"), PoolStatus(ready=2, desired=2), desired_min=2)
     kube = MemoryKubeApi(KubeSettings(namespace="runpod"), clock=SystemClock())
     stored = kube.apply_pool(manifest("inference"))
     wired = PoolStatus(

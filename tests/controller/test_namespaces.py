@@ -101,6 +101,10 @@ def test_pools_of_one_name_in_two_namespaces_each_act_on_their_own_pods() -> Non
             assert w.kube.config_map("inference-nginx-slots") is not None
             assert other.config_map("inference-nginx-slots") is not None
             assert {e["involvedObject"]["namespace"] for e in other.events} == {OTHER}
+            # Their series stay apart: `pool_namespace` beside `pool`.
+            for namespace in (w.kube.settings.namespace, OTHER):
+                labels = {"pool_namespace": namespace, "pool": "inference"}
+                assert core.registry.get_sample_value("runpod_pool_desired", labels) == 2
         await w.close()
 
     virtual(body)

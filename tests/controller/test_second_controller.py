@@ -50,7 +50,8 @@ def test_two_controllers_on_their_own_leases_are_seen_named_and_told() -> None:
         assert any(e["reason"] == COND and e["type"] == "Warning" for e in w.kube.events)
         gauges = [
             r.parts.registry.get_sample_value(
-                "runpod_pool_condition", {"pool": "inference", "type": COND}
+                "runpod_pool_condition",
+                {"pool_namespace": "runpod", "pool": "inference", "type": COND},
             )
             for r in (a, b)
         ]

@@ -330,7 +330,13 @@ def test_reconciling_and_stalled_make_no_events_and_no_condition_metric() -> Non
         reasons = {e["reason"] for e in s.world.kube.events}
         assert not {r for r in reasons if "Reconcil" in r or "Stall" in r}
         registry = s.world.controller.registry
-        labels = {"pool": s.name, "type": RECONCILING}
-        assert registry.get_sample_value("runpod_pool_condition", labels) is None
+        types = {
+            sample.labels["type"]
+            for family in registry.collect()
+            if family.name == "runpod_pool_condition"
+            for sample in family.samples
+        }
+        assert "CapacityUnavailable" in types  # the pool's conditions are exported ...
+        assert RECONCILING not in types  # ... and Reconciling is not one of them
 
     story(body)

@@ -29,7 +29,7 @@ from tests.fixtures_install import ROOT, example, find
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 DASHBOARD = ROOT / "deploy" / "grafana-dashboard.json"
 # Grafana's variables, replaced by what Grafana would send, so promtool can parse the query.
-GRAFANA_VARIABLES = {"$__rate_interval": "2m", "$pool": ".*"}
+GRAFANA_VARIABLES = {"$__rate_interval": "2m", "$namespace": ".*", "$pool": ".*"}
 METRIC = re.compile(r"\brunpod_[a-z0-9_]+\b")
 
 
@@ -128,7 +128,15 @@ def test_dashboard_panels_are_complete() -> None:
         assert panel["datasource"]["uid"] == "${datasource}", panel["title"]
         assert panel["description"], panel["title"]
     variables = {v["name"] for v in dashboard["templating"]["list"]}
-    assert variables == {"datasource", "pool"}
+    assert variables == {"datasource", "namespace", "pool"}
+    # Every pool panel keeps the pool's namespace apart: one controller may serve pools of
+    # one name in several namespaces, and `max by (pool)` would merge them.
+    for expr in dashboard_queries():
+        for grouping in re.findall(r"\bby \(([^)]*)\)", expr):
+            labels = {label.strip() for label in grouping.split(",")}
+            assert "pool" not in labels or "pool_namespace" in labels, expr
+        if 'pool=~"$pool"' in expr:
+            assert 'pool_namespace=~"$namespace"' in expr, expr
 
 
 def test_promtool_parses_every_rule_and_dashboard_query(tmp_path: Path) -> None:
@@ -182,6 +190,8 @@ SPEND = "RunPodPoolSpendAboveCatalog"
 # none otherwise): the rules must not double-count, hence two instances in some series.
 REPLICAS = [{"instance": "a"}, {"instance": "b"}]
 NS = {"namespace": "runpod"}
+# A pool's series: the controller's namespace (the scrape's) and the pool's own.
+PNS = {**NS, "pool_namespace": "team-a"}
 
 
 def at(minute: str, alert: str, *alerts: dict[str, Any]) -> dict[str, Any]:
@@ -193,38 +203,65 @@ def pool_alert_tests() -> list[dict[str, Any]]:
         {  # pool "inference" short of one Ready pod for 30m, pool "ok" never
             "interval": "1m",
             "input_series": [
-                *(series(m.DESIRED_MIN, "2x40", pool="inference", **NS, **r) for r in REPLICAS),
-                *(series(m.READY, "1x40", pool="inference", **NS, **r) for r in REPLICAS),
-                series(m.DESIRED_MIN, "2x40", pool="ok", **NS, instance="a"),
-                series(m.READY, "2x40", pool="ok", **NS, instance="a"),
+                *(series(m.DESIRED_MIN, "2x40", pool="inference", **PNS, **r) for r in REPLICAS),
+                *(series(m.READY, "1x40", pool="inference", **PNS, **r) for r in REPLICAS),
+                series(m.DESIRED_MIN, "2x40", pool="ok", **PNS, instance="a"),
+                series(m.READY, "2x40", pool="ok", **PNS, instance="a"),
             ],
             "alert_rule_test": [
                 at("14m", SHORT),
-                at("16m", SHORT, expected(SHORT, "1", pool="inference", **NS)),
+                at("16m", SHORT, expected(SHORT, "1", pool="inference", **PNS)),
             ],
         },
         {  # a replacement that takes 12m (short from 6m to 18m) does not page
             "interval": "1m",
             "input_series": [
-                series(m.DESIRED_MIN, "2x40", pool="inference", **NS, instance="a"),
-                series(m.READY, "2x5 1x12 2x20", pool="inference", **NS, instance="a"),
+                series(m.DESIRED_MIN, "2x40", pool="inference", **PNS, instance="a"),
+                series(m.READY, "2x5 1x12 2x20", pool="inference", **PNS, instance="a"),
             ],
             "alert_rule_test": [at("17m", SHORT), at("30m", SHORT)],
         },
-        {  # two pools named alike in two namespaces stay two alerts, each with its namespace
+        {  # two installs (namespaces a and b), each with a pool "inference" in its own
+           # namespace: two alerts, each with its namespace
             "interval": "1m",
             "input_series": [
-                series(m.DESIRED_MIN, "3x40", pool="inference", namespace="a", instance="x"),
-                series(m.READY, "1x40", pool="inference", namespace="a", instance="x"),
-                series(m.DESIRED_MIN, "2x40", pool="inference", namespace="b", instance="y"),
-                series(m.READY, "1x40", pool="inference", namespace="b", instance="y"),
+                series(m.DESIRED_MIN, "3x40", pool="inference", namespace="a",
+                       pool_namespace="a", instance="x"),
+                series(m.READY, "1x40", pool="inference", namespace="a", pool_namespace="a",
+                       instance="x"),
+                series(m.DESIRED_MIN, "2x40", pool="inference", namespace="b",
+                       pool_namespace="b", instance="y"),
+                series(m.READY, "1x40", pool="inference", namespace="b", pool_namespace="b",
+                       instance="y"),
             ],
             "alert_rule_test": [
                 at(
                     "16m",
                     SHORT,
-                    expected(SHORT, "2", pool="inference", namespace="a"),
-                    expected(SHORT, "1", pool="inference", namespace="b"),
+                    expected(SHORT, "2", pool="inference", namespace="a", pool_namespace="a"),
+                    expected(SHORT, "1", pool="inference", namespace="b", pool_namespace="b"),
+                ),
+            ],
+        },
+        {  # one controller serving pools named "inference" in team-a and team-b (both
+           # replicas exporting during a handover): two alerts, each naming its namespace
+            "interval": "1m",
+            "input_series": [
+                *(series(m.DESIRED_MIN, "3x40", pool="inference", **NS,
+                         pool_namespace="team-a", **r) for r in REPLICAS),
+                *(series(m.READY, "1x40", pool="inference", **NS, pool_namespace="team-a", **r)
+                  for r in REPLICAS),
+                series(m.DESIRED_MIN, "2x40", pool="inference", **NS, pool_namespace="team-b",
+                       instance="a"),
+                series(m.READY, "1x40", pool="inference", **NS, pool_namespace="team-b",
+                       instance="a"),
+            ],
+            "alert_rule_test": [
+                at(
+                    "16m",
+                    SHORT,
+                    expected(SHORT, "2", pool="inference", **NS, pool_namespace="team-a"),
+                    expected(SHORT, "1", pool="inference", **NS, pool_namespace="team-b"),
                 ),
             ],
         },
@@ -232,35 +269,36 @@ def pool_alert_tests() -> list[dict[str, Any]]:
             "interval": "1m",
             "input_series": [
                 *(
-                    series(m.CONDITION, "0 0 1x20", pool="inference", type="HostNotice", **NS, **r)
+                    series(m.CONDITION, "0 0 1x20", pool="inference", type="HostNotice",
+                           **PNS, **r)
                     for r in REPLICAS
                 ),
-                series(m.CONDITION, "1x20", pool="inference", type="NotActing", **NS,
+                series(m.CONDITION, "1x20", pool="inference", type="NotActing", **PNS,
                        instance="a"),
-                series(m.CONDITION, "0 1x20", pool="batch", type="CapacityUnavailable", **NS,
+                series(m.CONDITION, "0 1x20", pool="batch", type="CapacityUnavailable", **PNS,
                        instance="a"),
-                series(m.CONDITION, "0 1x3 0x17", pool="blip", type="CapacityUnavailable", **NS,
+                series(m.CONDITION, "0 1x3 0x17", pool="blip", type="CapacityUnavailable", **PNS,
                        instance="a"),
-                series(m.CONDITION, "0 1x20", pool="gone", type="DeletionBlocked", **NS,
+                series(m.CONDITION, "0 1x20", pool="gone", type="DeletionBlocked", **PNS,
                        instance="a"),
-                series(m.CONDITION, "0 1x20", pool="kept", type="ReplacementBlocked", **NS,
+                series(m.CONDITION, "0 1x20", pool="kept", type="ReplacementBlocked", **PNS,
                        instance="a"),
                 # a create backoff keeps a flagged pod 5m, then its replacement comes
                 series(m.CONDITION, "0 1x5 0x15", pool="backoff", type="ReplacementBlocked",
-                       **NS, instance="a"),
+                       **PNS, instance="a"),
                 # a deletion that progresses: DeletionBlocked False, listing what is left
-                series(m.CONDITION, "0x20", pool="going", type="DeletionBlocked", **NS,
+                series(m.CONDITION, "0x20", pool="going", type="DeletionBlocked", **PNS,
                        instance="a"),
             ],
             "alert_rule_test": [
                 at("6m", NOTICE),
-                at("8m", NOTICE, expected(NOTICE, "1", pool="inference", **NS)),
+                at("8m", NOTICE, expected(NOTICE, "1", pool="inference", **PNS)),
                 at("10m", CAPACITY),  # "blip" was refused for 3m, then a create succeeded
-                at("12m", CAPACITY, expected(CAPACITY, "1", pool="batch", **NS)),
+                at("12m", CAPACITY, expected(CAPACITY, "1", pool="batch", **PNS)),
                 at("10m", DELETION),
-                at("12m", DELETION, expected(DELETION, "1", pool="gone", **NS)),
+                at("12m", DELETION, expected(DELETION, "1", pool="gone", **PNS)),
                 at("15m", KEPT),
-                at("17m", KEPT, expected(KEPT, "1", pool="kept", **NS)),
+                at("17m", KEPT, expected(KEPT, "1", pool="kept", **PNS)),
             ],
         },
         {  # status writes refused from 1m on fire after 5m, once (two replicas in a handover);
@@ -268,16 +306,16 @@ def pool_alert_tests() -> list[dict[str, Any]]:
             "interval": "1m",
             "input_series": [
                 *(
-                    series(m.STATUS_WRITE_FAILING, "0 1x20", pool="inference", **NS, **r)
+                    series(m.STATUS_WRITE_FAILING, "0 1x20", pool="inference", **PNS, **r)
                     for r in REPLICAS
                 ),
-                series(m.STATUS_WRITE_FAILING, "0 1x2 0x18", pool="blip", **NS, instance="a"),
-                series(m.STATUS_WRITE_FAILING, "0x20", pool="ok", **NS, instance="a"),
+                series(m.STATUS_WRITE_FAILING, "0 1x2 0x18", pool="blip", **PNS, instance="a"),
+                series(m.STATUS_WRITE_FAILING, "0x20", pool="ok", **PNS, instance="a"),
             ],
             "alert_rule_test": [
                 at("5m", WRITES),
-                at("7m", WRITES, expected(WRITES, "1", pool="inference", **NS)),
-                at("20m", WRITES, expected(WRITES, "1", pool="inference", **NS)),
+                at("7m", WRITES, expected(WRITES, "1", pool="inference", **PNS)),
+                at("20m", WRITES, expected(WRITES, "1", pool="inference", **PNS)),
             ],
         },
         {  # a release rolled back fires at once, until it leaves RolledBack; other phases never
@@ -285,17 +323,17 @@ def pool_alert_tests() -> list[dict[str, Any]]:
             "input_series": [
                 *(
                     series(m.ROLLOUT_PHASE, "0 0 1x5 0x5", pool="inference", phase="RolledBack",
-                           **NS, **r)
+                           **PNS, **r)
                     for r in REPLICAS
                 ),
-                series(m.ROLLOUT_PHASE, "1x10", pool="inference", phase="Baking", **NS,
+                series(m.ROLLOUT_PHASE, "1x10", pool="inference", phase="Baking", **PNS,
                        instance="a"),
-                series(m.ROLLOUT_PHASE, "0x10", pool="batch", phase="RolledBack", **NS,
+                series(m.ROLLOUT_PHASE, "0x10", pool="batch", phase="RolledBack", **PNS,
                        instance="a"),
             ],
             "alert_rule_test": [
                 at("1m", ROLLED),
-                at("2m", ROLLED, expected(ROLLED, "1", pool="inference", **NS)),
+                at("2m", ROLLED, expected(ROLLED, "1", pool="inference", **PNS)),
                 at("9m", ROLLED),
             ],
         },
@@ -304,19 +342,19 @@ def pool_alert_tests() -> list[dict[str, Any]]:
            # billed $6/h but has been priced for 10h only, so it has no day to compare yet
             "interval": "1m",
             "input_series": [
-                *(series(m.COST_PER_HOUR, "1.25x1800", pool="inference", **NS, **r)
+                *(series(m.COST_PER_HOUR, "1.25x1800", pool="inference", **PNS, **r)
                   for r in REPLICAS),
-                series(m.SPEND_USD_TOTAL, "0+0.03125x1800", pool="inference", **NS, instance="a"),
-                series(m.SPEND_USD_TOTAL, "0x1800", pool="inference", **NS, instance="b"),
-                series(m.COST_PER_HOUR, "1.25x1800", pool="ok", **NS, instance="a"),
-                series(m.SPEND_USD_TOTAL, "0+0.02291666x1800", pool="ok", **NS, instance="a"),
-                series(m.COST_PER_HOUR, "_x1199 1.25x600", pool="young", **NS, instance="a"),
-                series(m.SPEND_USD_TOTAL, "_x1199 0+0.1x600", pool="young", **NS, instance="a"),
+                series(m.SPEND_USD_TOTAL, "0+0.03125x1800", pool="inference", **PNS, instance="a"),
+                series(m.SPEND_USD_TOTAL, "0x1800", pool="inference", **PNS, instance="b"),
+                series(m.COST_PER_HOUR, "1.25x1800", pool="ok", **PNS, instance="a"),
+                series(m.SPEND_USD_TOTAL, "0+0.02291666x1800", pool="ok", **PNS, instance="a"),
+                series(m.COST_PER_HOUR, "_x1199 1.25x600", pool="young", **PNS, instance="a"),
+                series(m.SPEND_USD_TOTAL, "_x1199 0+0.1x600", pool="young", **PNS, instance="a"),
             ],
             "alert_rule_test": [
                 at("24h50m", SPEND),
-                at("25h10m", SPEND, expected(SPEND, "1.5", pool="inference", **NS)),
-                at("29h", SPEND, expected(SPEND, "1.5", pool="inference", **NS)),
+                at("25h10m", SPEND, expected(SPEND, "1.5", pool="inference", **PNS)),
+                at("29h", SPEND, expected(SPEND, "1.5", pool="inference", **PNS)),
             ],
         },
     ]  # fmt: skip
@@ -394,14 +432,17 @@ def test_each_alert_keeps_namespace_and_pool_and_says_where_to_look(alert: str) 
     groupings = re.findall(r"\bby \(([^)]*)\)", rule["expr"])
     assert groupings, rule["expr"]
     pool_alert = "runpod_pool_leader" not in rule["expr"]
-    keep = "namespace, pool" if pool_alert else "namespace"
+    keep = "namespace, pool_namespace, pool" if pool_alert else "namespace"
     assert set(groupings) == {keep}, rule["expr"]
-    assert "{{ $labels.namespace }}" in rule["annotations"]["summary"]
+    # A pool is named by its own namespace, the controller by the scrape's.
+    where = "pool_namespace" if pool_alert else "namespace"
+    assert f"{{{{ $labels.{where} }}}}" in rule["annotations"]["summary"]
     if pool_alert:
-        assert "{{ $labels.pool }}" in rule["annotations"]["summary"]
-    # Every kubectl hint names the namespace.
+        assert "{{ $labels.pool_namespace }}/{{ $labels.pool }}" in rule["annotations"]["summary"]
+    # Every kubectl hint names the namespace of what it looks at.
     hints = re.findall(
-        r"kubectl\s+(-n\s+\{\{ \$labels\.namespace \}\}\s+)?", rule["annotations"]["description"]
+        rf"kubectl\s+(-n\s+\{{\{{ \$labels\.{where} \}}\}}\s+)?",
+        rule["annotations"]["description"],
     )
     assert hints, alert
-    assert all(hints), f"{alert}: a kubectl hint without -n {{{{ $labels.namespace }}}}"
+    assert all(hints), f"{alert}: a kubectl hint without -n {{{{ $labels.{where} }}}}"

@@ -229,7 +229,9 @@ def canary_of(status: PoolStatus) -> MemberRecord:
 
 def sample(s: Story, name: str, **labels: str) -> float | None:
     registry = s.world.controller.registry
-    value: float | None = registry.get_sample_value(name, {"pool": "inference", **labels})
+    value: float | None = registry.get_sample_value(
+        name, {"pool_namespace": "runpod", "pool": "inference", **labels}
+    )
     return value
 
 
