@@ -56,7 +56,7 @@ from jsonschema import validators
 from kubernetes.client import V1ObjectMeta
 
 from rpp.model.crd import build_crd
-from tests.cel_k8s import rule_failures
+from tests.cel_k8s import remember_verdicts_under, rule_failures
 
 INT64 = (-(2**63), 2**63 - 1)
 # go-openapi/swag (conv.IsFloat64AJSONInteger), which kube-openapi's type check calls.
@@ -75,7 +75,9 @@ NOT_CHECKED = (
 @functools.cache
 def _schema() -> dict[str, Any]:
     version = build_crd()["spec"]["versions"][0]
-    return version["schema"]["openAPIV3Schema"]  # type: ignore[no-any-return]
+    frozen: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    remember_verdicts_under(frozen)  # never changed: schema() hands out copies to change
+    return frozen
 
 
 def schema() -> dict[str, Any]:
